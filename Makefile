@@ -1,0 +1,46 @@
+# loaderlab: `make lab` to learn, `make test` to check everything.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.loaderlab-installed
+export MPLBACKEND ?= Agg
+
+.PHONY: setup lab test unit notebooks execute labs lint clean
+
+# Create the virtual environment, install pinned requirements and the package, register the
+# Jupyter kernel and warm matplotlib's font cache. Re-runs when the requirements change.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name loaderlab --display-name "Python (loaderlab)" >/dev/null
+	$(PY) -c "import matplotlib.pyplot"
+	touch $@
+
+setup: $(STAMP)
+
+lab: setup
+	MPLBACKEND= $(PY) tools/lab_server.py
+
+# Everything: unit tests, nbval on notebooks/ and solutions/, lab checks, lint.
+test: setup
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest
+	$(PY) -m ruff check loaderlab tests tools notebooks solutions
+
+unit: setup
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest tests
+
+notebooks: setup
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest notebooks solutions
+
+execute: setup
+	$(PY) tools/execute_notebooks.py $(NB)
+
+labs: setup
+	$(PY) tools/make_labs.py
+
+lint: setup
+	$(PY) -m ruff check loaderlab tests tools notebooks solutions
+
+clean:
+	rm -rf $(VENV) site .pytest_cache

@@ -1,0 +1,132 @@
+"""Dataset classes used by the notebooks.
+
+They live in the package (not in notebook cells) so that worker processes started with
+``spawn`` or ``forkserver`` can unpickle them: a class defined in a notebook lives in
+``__main__``, which a spawned worker cannot import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+from loaderlab.loaders import require_positive
+
+
+def image_to_tensor(image: Image.Image) -> torch.Tensor:
+    """Return a PIL image as a float tensor ``[C, H, W]`` in ``[0, 1]`` (C = number of bands)."""
+    array = np.asarray(image)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div_(255)
+
+
+class LatencyDataset(Dataset):
+    """Samples that take ``latency_s`` (plus optional jitter) to fetch, like a remote read.
+
+    ``__getitem__`` sleeps, so it releases the CPU: many workers overlap their waits even on
+    two cores. Jitter is exponential with mean ``jitter_s``, deterministic per index.
+    Returns ``(features: FloatTensor[dim], label: int)``.
+    """
+
+    def __init__(
+        self, n: int = 256, latency_s: float = 0.005, jitter_s: float = 0.0, dim: int = 8, seed: int = 0
+    ) -> None:
+        require_positive(n, "n")
+        require_positive(dim, "dim")
+        for name, value in (("latency_s", latency_s), ("jitter_s", jitter_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
+        self.n, self.latency_s, self.jitter_s, self.dim = n, float(latency_s), float(jitter_s), dim
+        rng = np.random.default_rng(seed)
+        self.delays = self.latency_s + rng.exponential(self.jitter_s, n) if jitter_s else None
+        self.features = torch.from_numpy(rng.standard_normal((n, dim)).astype(np.float32))
+        self.labels = torch.from_numpy(rng.integers(0, 2, n))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        delay = self.latency_s if self.delays is None else float(self.delays[index])
+        if delay:
+            time.sleep(delay)
+        return self.features[index], int(self.labels[index])
+
+
+class ImageFileDataset(Dataset):
+    """Map-style dataset over image files: decode on every access, then apply ``transform``.
+
+    ``mode`` (e.g. ``"RGB"``) converts every image with ``PIL.Image.convert`` before the
+    transform; without it, grayscale and RGBA files keep 1 and 4 channels. Returns
+    ``(image_tensor, label)``; labels default to 0.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        labels: Sequence[int] | None = None,
+        transform: Callable[[Image.Image], Any] = image_to_tensor,
+        mode: str | None = None,
+    ) -> None:
+        if not len(paths):
+            raise ValueError("paths must list at least one image file")
+        if labels is not None and len(labels) != len(paths):
+            raise ValueError(f"labels has {len(labels)} entries but paths has {len(paths)}")
+        self.paths = [str(p) for p in paths]
+        self.labels = list(labels) if labels is not None else [0] * len(self.paths)
+        self.transform, self.mode = transform, mode
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        with Image.open(self.paths[index]) as image:
+            image = image.convert(self.mode) if self.mode else image.copy()
+        return self.transform(image), self.labels[index]
+
+
+class TokenDataset(Dataset):
+    """Variable-length token sequences: returns ``(tokens: LongTensor[L_i], label: int)``."""
+
+    def __init__(self, samples: Sequence[tuple[torch.Tensor, int]]) -> None:
+        if not len(samples):
+            raise ValueError("samples must not be empty")
+        self.samples = list(samples)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        return self.samples[index]
+
+    def lengths(self) -> list[int]:
+        """Return the length of every sequence, in index order."""
+        return [len(tokens) for tokens, _ in self.samples]
+
+
+class MetadataDataset(Dataset):
+    """Reads one row of a metadata table per sample, read-only, and returns its length.
+
+    ``rows`` is either a Python list of str (one object per row: reading it writes the row's
+    reference count) or a NumPy bytes array (one buffer). Returns a LongTensor scalar.
+    """
+
+    def __init__(self, rows: list[str] | np.ndarray) -> None:
+        if not len(rows):
+            raise ValueError("rows must not be empty")
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor(len(self.rows[index]))

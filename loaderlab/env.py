@@ -1,0 +1,116 @@
+"""The course environment: seeding, start method, platform report and test-mode switches."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import platform
+import random
+import sys
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+import numpy as np
+import torch
+
+START_METHOD_VARIABLE = "LOADERLAB_START_METHOD"
+TEST_MODE_VARIABLE = "LOADERLAB_TEST_MODE"
+START_METHODS = ("fork", "spawn", "forkserver")
+
+T = TypeVar("T")
+
+
+def test_mode() -> bool:
+    """Return True when notebooks run under `make test` / `make execute` (stable outputs wanted)."""
+    return os.environ.get(TEST_MODE_VARIABLE, "") not in ("", "0", "false", "False")
+
+
+def start_method() -> str:
+    """Return the start method that new DataLoader workers will use in this process."""
+    return multiprocessing.get_start_method(allow_none=False)
+
+
+def apply_start_method() -> str:
+    """Apply ``LOADERLAB_START_METHOD`` (fork/spawn/forkserver) if set; return the method in use.
+
+    macOS and Windows default to ``spawn``; setting ``LOADERLAB_START_METHOD=spawn`` on Linux
+    runs the course the way those users run it.
+    """
+    wanted = os.environ.get(START_METHOD_VARIABLE, "").strip()
+    if wanted:
+        if wanted not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"{START_METHOD_VARIABLE}={wanted!r} is not available here; "
+                f"choose one of {multiprocessing.get_all_start_methods()}"
+            )
+        if multiprocessing.get_start_method(allow_none=True) != wanted:
+            multiprocessing.set_start_method(wanted, force=True)
+    return start_method()
+
+
+def _plain_warning(message, category, filename, lineno, line=None) -> str:
+    # The default format starts with the absolute path of the file that warned, which differs
+    # from machine to machine; the course shows the category and the message only.
+    return f"{category.__name__}: {message}\n"
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python's ``random``, NumPy's global generator and torch."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def environment_report() -> dict[str, str]:
+    """Return the versions and platform facts that the course's outputs depend on."""
+    from loaderlab import __version__
+
+    return {
+        "loaderlab": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__.split("+")[0],
+        "numpy": np.__version__,
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": str(os.cpu_count()),
+        "start method": start_method(),
+    }
+
+
+def setup(seed: int = 0, quiet: bool = False) -> dict[str, str]:
+    """Prepare a notebook: seed everything, apply the start method, print the environment.
+
+    Returns the printed report as a dict. Warnings are shown as ``Category: message`` (no
+    machine paths), so stored outputs are the same on every machine.
+    """
+    seed_everything(seed)
+    apply_start_method()
+    warnings.formatwarning = _plain_warning
+    report = environment_report()
+    if not quiet:
+        print(" | ".join(f"{k} {v}" for k, v in report.items()))
+    return report
+
+
+def progress(iterable: Iterable[T], desc: str = "", total: int | None = None) -> Iterator[T]:
+    """Wrap ``iterable`` in a tqdm progress bar; in test mode print one stable line instead.
+
+    A live bar's text changes with timing, so stored notebook outputs could never match; in
+    test mode (``LOADERLAB_TEST_MODE=1``) the bar is replaced by ``desc: n/total done``.
+    """
+    if not test_mode():
+        from tqdm.auto import tqdm
+
+        yield from tqdm(iterable, desc=desc, total=total)
+        return
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+    n = 0
+    for n, item in enumerate(iterable, start=1):  # noqa: B007
+        yield item
+    print(f"{desc}: {n}/{total if total is not None else n} done", file=sys.stdout)

@@ -1,0 +1,91 @@
+"""Inspecting and rebuilding DataLoaders without touching the caller's loader."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+def require_loader(loader: Any, name: str = "loader") -> DataLoader:
+    """Return ``loader`` if it is a DataLoader, else raise a TypeError naming the argument."""
+    if not isinstance(loader, DataLoader):
+        raise TypeError(
+            f"{name} must be a torch.utils.data.DataLoader, got {type(loader).__name__}"
+        )
+    return loader
+
+
+def require_positive(value: Any, name: str, allow_none: bool = False, integer: bool = True) -> Any:
+    """Return ``value`` if it is a positive number (or None when allowed), else raise."""
+    if value is None and allow_none:
+        return value
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        kind = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {kind}, got {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def loader_arguments(loader: DataLoader) -> dict[str, Any]:
+    """Return keyword arguments that build a DataLoader yielding the same batches as ``loader``.
+
+    The sampler / batch sampler objects are shared, not copied, so a rebuilt loader draws from
+    the same generator as the original.
+    """
+    require_loader(loader)
+    kwargs: dict[str, Any] = dict(
+        dataset=loader.dataset,
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
+        in_order=getattr(loader, "in_order", True),
+    )
+    if isinstance(loader.dataset, IterableDataset):
+        kwargs.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
+        kwargs.update(batch_sampler=loader.batch_sampler)
+    else:
+        kwargs.update(batch_size=None, sampler=loader.sampler)
+    return kwargs
+
+
+def rebuild(loader: DataLoader, **overrides: Any) -> DataLoader:
+    """Return a new DataLoader like ``loader`` with ``overrides`` applied (e.g. ``num_workers``).
+
+    Keeps the options valid: ``prefetch_factor`` and ``persistent_workers`` are dropped when
+    the new loader has no workers.
+    """
+    kwargs = loader_arguments(loader)
+    kwargs.update(overrides)
+    if kwargs.get("num_workers", 0) == 0:
+        kwargs["prefetch_factor"] = None
+        kwargs["persistent_workers"] = False
+    return DataLoader(**kwargs)
+
+
+def batch_size_of(batch: Any) -> int:
+    """Return the number of samples in a collated batch (tensor, sequence or dict of them)."""
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.dim() > 0 else 1
+    if isinstance(batch, Mapping):
+        for value in batch.values():
+            return batch_size_of(value)
+        return 0
+    if isinstance(batch, Sequence) and not isinstance(batch, (str, bytes)):
+        if len(batch) and isinstance(batch[0], (torch.Tensor, Mapping)):
+            return batch_size_of(batch[0])
+        if len(batch) and isinstance(batch[0], Sequence) and not isinstance(batch[0], str):
+            return batch_size_of(batch[0])
+        return len(batch)
+    return 1

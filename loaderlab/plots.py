@@ -1,0 +1,99 @@
+"""Plots of what the instruments measured. Every plot has labelled axes with units; the
+caller passes a title that states the finding (computed from the numbers, not typed in)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+
+from loaderlab.measure import MemoryRecord, Timeline
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    return ax
+
+
+def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axes:
+    """Gantt chart: one row per worker with a bar per batch it fetched, and a row for the
+    main process showing its waits (red) and its training steps (grey)."""
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
+    ax = _axes(ax, (9, 3.2))
+    workers = sorted({r["worker"] for r in timeline.records})
+    rows = {w: i + 1 for i, w in enumerate(workers)}
+    cmap = plt.get_cmap("tab10")
+    for r in timeline.records:
+        y = rows[r["worker"]]
+        ax.broken_barh([(r["start"], r["end"] - r["start"])], (y - 0.35, 0.7),
+                       facecolor=cmap(r["batch"] % 10), edgecolor="black", linewidth=0.4)
+        ax.broken_barh([(r["requested"], max(r["wait"], 1e-4))], (-0.35, 0.7), facecolor="tab:red")
+        ax.broken_barh([(r["received"], r["step_end"] - r["received"])], (-0.35, 0.7),
+                       facecolor="0.75", edgecolor="0.4", linewidth=0.4)
+    labels = ["main: wait (red) / step (grey)"] + [
+        "main process fetch" if w == -1 else f"worker {w}" for w in workers
+    ]
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("time since iter(loader) (s)")
+    ax.set_title(title)
+    ax.set_xlim(0, timeline.epoch_s * 1.02)
+    ax.figure.tight_layout()
+    return ax
+
+
+def plot_worker_memory(
+    records: Sequence[MemoryRecord], title: str, metric: str = "uss", ax: Axes | None = None
+) -> Axes:
+    """Memory of each process over time: ``metric`` is ``"uss"``, ``"pss"`` or ``"rss"`` (MB)."""
+    if metric not in ("uss", "pss", "rss"):
+        raise ValueError(f"metric must be 'uss', 'pss' or 'rss', got {metric!r}")
+    if not records:
+        raise ValueError("records is empty: did the sampler run while workers were alive?")
+    ax = _axes(ax, (8, 3.5))
+    pids = list(dict.fromkeys(r.pid for r in records))
+    worker_no = 0
+    for pid in pids:
+        rows = [r for r in records if r.pid == pid]
+        values = [getattr(r, f"{metric}_mb") for r in rows]
+        if any(v is None for v in values):
+            continue
+        if rows[0].role == "main":
+            label = "main process"
+        else:
+            label = f"worker {worker_no}"
+            worker_no += 1
+        ax.plot([r.t for r in rows], values, label=label, linestyle="--" if rows[0].role == "main" else "-")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"{metric.upper()} (MB)")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    ax.figure.tight_layout()
+    return ax
+
+
+def plot_scaling(
+    num_workers: Sequence[int],
+    samples_per_s: Sequence[float],
+    title: str,
+    label: str = "measured",
+    ax: Axes | None = None,
+) -> Axes:
+    """Throughput against ``num_workers`` with the ideal line (linear from the 1-worker point,
+    or from the 0-worker point when 1 was not measured)."""
+    if len(num_workers) != len(samples_per_s) or not len(num_workers):
+        raise ValueError("num_workers and samples_per_s must be non-empty and of equal length")
+    ax = _axes(ax, (6, 4))
+    ax.plot(num_workers, samples_per_s, "o-", label=label)
+    base_index = list(num_workers).index(1) if 1 in num_workers else 0
+    base = samples_per_s[base_index]
+    ideal = [base * max(n, 1) for n in num_workers]
+    ax.plot(num_workers, ideal, "k:", label="ideal (linear in workers)")
+    ax.set_xlabel("num_workers")
+    ax.set_ylabel("throughput (samples/s)")
+    ax.set_title(title)
+    ax.legend(loc="best")
+    ax.figure.tight_layout()
+    return ax

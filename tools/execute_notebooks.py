@@ -1,0 +1,65 @@
+"""Re-execute notebooks in place, the way the tests will run them (`make execute`).
+
+Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
+progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
+only where its outputs changed. Usage: python tools/execute_notebooks.py [NOTEBOOK ...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("notebooks", "solutions")
+KERNEL = "loaderlab"
+
+
+def notebooks(args: list[str]) -> list[Path]:
+    if args:
+        return [Path(a).resolve() for a in args]
+    return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
+
+
+def execute(path: Path, timeout: int = 300) -> float:
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python (loaderlab)", "language": "python"}
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=KERNEL,
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+        allow_error_names=[],
+    )
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv: list[str]) -> int:
+    os.environ["LOADERLAB_TEST_MODE"] = "1"
+    failed = 0
+    for path in notebooks(argv):
+        rel = path.relative_to(ROOT)
+        try:
+            seconds = execute(path)
+        except Exception as exc:  # report and carry on with the others
+            failed += 1
+            print(f"FAILED {rel}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}")
+            continue
+        print(f"executed {rel} in {seconds:.1f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

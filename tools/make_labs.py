@@ -1,0 +1,60 @@
+"""Generate labs/ from solutions/ (`make labs`); `--check` exits 1 when labs/ is out of date.
+
+In a solution notebook the student's part sits between ``### BEGIN SOLUTION`` and
+``### END SOLUTION``; the lab gets a stub that raises NotImplementedError there, and no outputs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
+
+
+def stub_source(source: str) -> str:
+    """Return ``source`` with every solution region replaced by an indented stub."""
+    return REGION.sub(lambda m: f'{m.group(1)}raise NotImplementedError("your code here")', source)
+
+
+def lab_for(solution: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(solution, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = stub_source(cell.source)
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    expected = set()
+    for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
+        target = ROOT / "labs" / solution.name
+        expected.add(target.name)
+        text = nbformat.writes(lab_for(solution)) + "\n"
+        if not target.exists() or target.read_text() != text:
+            stale.append(target.name)
+            if not check:
+                target.write_text(text)
+    extra = sorted(p.name for p in (ROOT / "labs").glob("*.ipynb") if p.name not in expected)
+    if check:
+        for name in stale:
+            print(f"labs/{name} is out of date: run `make labs`")
+        for name in extra:
+            print(f"labs/{name} has no solution in solutions/: remove it or add the solution")
+        return 1 if stale or extra else 0
+    for name in extra:
+        (ROOT / "labs" / name).unlink()
+    print(f"labs: {len(stale)} written, {len(extra)} removed, {len(expected)} in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
