@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.loaderlab-installed
-export MPLBACKEND ?= Agg
 
 .PHONY: setup lab test unit notebooks execute labs lint clean
 

@@ -79,11 +79,11 @@ def environment_report() -> dict[str, str]:
     }
 
 
-def setup(seed: int = 0, quiet: bool = False) -> dict[str, str]:
+def setup(seed: int = 0, quiet: bool = False) -> None:
     """Prepare a notebook: seed everything, apply the start method, print the environment.
 
-    Returns the printed report as a dict. Warnings are shown as ``Category: message`` (no
-    machine paths), so stored outputs are the same on every machine.
+    Warnings are shown as ``Category: message`` (no machine paths), so stored outputs are the
+    same on every machine. ``environment_report()`` returns the printed facts as a dict.
     """
     seed_everything(seed)
     apply_start_method()
@@ -91,7 +91,6 @@ def setup(seed: int = 0, quiet: bool = False) -> dict[str, str]:
     report = environment_report()
     if not quiet:
         print(" | ".join(f"{k} {v}" for k, v in report.items()))
-    return report
 
 
 def progress(iterable: Iterable[T], desc: str = "", total: int | None = None) -> Iterator[T]:

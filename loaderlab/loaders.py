@@ -89,3 +89,24 @@ def batch_size_of(batch: Any) -> int:
             return batch_size_of(batch[0])
         return len(batch)
     return 1
+
+
+def same_batch(a: Any, b: Any) -> bool:
+    """Return True if two collated batches are equal element by element (tensors compared
+    exactly; tuples, lists and dicts compared recursively)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+        )
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_batch(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_batch(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def same_batches(a: Any, b: Any) -> bool:
+    """Return True if two iterables of batches (e.g. two loaders) yield equal batches, same count."""
+    a, b = list(a), list(b)
+    return len(a) == len(b) and all(same_batch(x, y) for x, y in zip(a, b, strict=True))

@@ -2,7 +2,8 @@
 
 Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
 progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
-only where its outputs changed. Usage: python tools/execute_notebooks.py [NOTEBOOK ...]
+only where its outputs changed. Usage: python tools/execute_notebooks.py [--no-write] [NOTEBOOK ...]
+(--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def notebooks(args: list[str]) -> list[Path]:
     return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
-def execute(path: Path, timeout: int = 300) -> float:
+def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python (loaderlab)", "language": "python"}
     client = NotebookClient(
@@ -42,17 +43,20 @@ def execute(path: Path, timeout: int = 300) -> float:
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
-    nbformat.write(nb, path)
+    if write:
+        nbformat.write(nb, path)
     return seconds
 
 
 def main(argv: list[str]) -> int:
     os.environ["LOADERLAB_TEST_MODE"] = "1"
+    write = "--no-write" not in argv
+    argv = [a for a in argv if a != "--no-write"]
     failed = 0
     for path in notebooks(argv):
         rel = path.relative_to(ROOT)
         try:
-            seconds = execute(path)
+            seconds = execute(path, write=write)
         except Exception as exc:  # report and carry on with the others
             failed += 1
             print(f"FAILED {rel}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}")
