@@ -22,7 +22,8 @@ def workspace(prefix: str = "loaderlab-") -> tempfile.TemporaryDirectory:
 
 def _smooth_image(rng: np.random.Generator, size: int, channels: int) -> np.ndarray:
     # Low-frequency colour blobs plus a little noise: compresses like a photo, decodes in
-    # a fraction of a millisecond to a few ms depending on size.
+    # a fraction of a millisecond to a few ms depending on size. Shape [H, W] for one channel,
+    # [H, W, C] otherwise (PIL infers L / RGB / RGBA from it).
     coarse = rng.integers(0, 256, size=(8, 8, channels), dtype=np.uint8)
     image = np.asarray(
         Image.fromarray(coarse.squeeze(-1) if channels == 1 else coarse).resize(
@@ -59,15 +60,15 @@ def make_image_folder(
     paths = []
     for i in range(n):
         path = root / f"img_{i:04d}.jpg"
-        Image.fromarray(_smooth_image(rng, size, 3), "RGB").save(path, quality=quality)
+        Image.fromarray(_smooth_image(rng, size, 3)).save(path, quality=quality)
         paths.append(path)
     for i in range(n_grayscale):
         path = root / f"gray_{i:04d}.png"
-        Image.fromarray(_smooth_image(rng, size, 1).squeeze(-1), "L").save(path)
+        Image.fromarray(_smooth_image(rng, size, 1)).save(path)
         paths.append(path)
     for i in range(n_rgba):
         path = root / f"rgba_{i:04d}.png"
-        Image.fromarray(_smooth_image(rng, size, 4), "RGBA").save(path)
+        Image.fromarray(_smooth_image(rng, size, 4)).save(path)
         paths.append(path)
     return sorted(paths)
 

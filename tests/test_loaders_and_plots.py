@@ -1,0 +1,84 @@
+"""Rebuilding loaders, counting batch sizes, and the plots."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+
+from loaderlab import plots
+from loaderlab.datasets import LatencyDataset
+from loaderlab.loaders import batch_size_of, rebuild, same_batch, same_batches
+from loaderlab.measure import WorkerMemorySampler, throughput, trace_timeline
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        yield from range(10)
+
+
+def _dataset():
+    return TensorDataset(torch.arange(20.0).unsqueeze(1), torch.arange(20) % 3)
+
+
+def test_rebuild_yields_the_same_batches_with_other_worker_counts(no_leaked_workers):
+    def make():
+        return DataLoader(_dataset(), batch_size=6, shuffle=True, drop_last=True,
+                          generator=torch.Generator().manual_seed(0))
+
+    assert same_batches(rebuild(make(), num_workers=2), make())
+    assert len(rebuild(make())) == len(make()) == 3
+
+
+def test_rebuild_handles_unbatched_and_iterable_loaders(no_leaked_workers):
+    unbatched = DataLoader(_dataset(), batch_size=None)
+    assert same_batches(rebuild(unbatched), unbatched)
+    stream = DataLoader(Stream(), batch_size=4, drop_last=True)
+    assert [b.tolist() for b in rebuild(stream)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    persistent = DataLoader(_dataset(), batch_size=5, num_workers=1, persistent_workers=True,
+                            prefetch_factor=3)
+    assert rebuild(persistent, num_workers=0).prefetch_factor is None
+
+
+def test_batch_size_of_understands_common_batch_shapes():
+    assert batch_size_of(torch.zeros(7, 3)) == 7
+    assert batch_size_of((torch.zeros(5, 2), torch.zeros(5))) == 5
+    assert batch_size_of({"ids": torch.zeros(4, 9), "label": torch.zeros(4)}) == 4
+    assert batch_size_of([[1, 2], [3, 4], [5, 6]]) == 2  # default collate of lists: fields first
+    assert batch_size_of(["a", "b", "c"]) == 3
+
+
+def test_same_batch_tells_equal_from_different():
+    a = (torch.tensor([1, 2]), {"m": torch.tensor([True])})
+    assert same_batch(a, (torch.tensor([1, 2]), {"m": torch.tensor([True])}))
+    assert not same_batch(a, (torch.tensor([1, 3]), {"m": torch.tensor([True])}))
+    assert not same_batch(torch.tensor([1, 2]), torch.tensor([1.0, 2.0]))  # dtype matters
+    assert not same_batches([torch.zeros(1)], [torch.zeros(1), torch.zeros(1)])
+
+
+def test_plots_label_their_axes(no_leaked_workers):
+    loader = DataLoader(LatencyDataset(n=8, latency_s=0.001), batch_size=2, num_workers=2)
+    ax = plots.plot_timeline(trace_timeline(loader, step=0.001), title="finding")
+    assert ax.get_xlabel().endswith("(s)") and ax.get_title() == "finding"
+    assert [t.get_text() for t in ax.get_yticklabels()][1:] == ["worker 0", "worker 1"]
+    with WorkerMemorySampler(interval_s=0.01) as sampler:
+        throughput(loader)
+    ax = plots.plot_worker_memory(sampler.records, title="memory", metric="uss")
+    assert ax.get_ylabel() == "USS (MB)"
+    ax = plots.plot_scaling([0, 1, 2, 4], [10.0, 10.0, 19.0, 35.0], title="scaling")
+    ideal = ax.get_lines()[1].get_ydata()
+    assert list(ideal) == [10.0, 10.0, 20.0, 40.0]
+    assert ax.get_xlabel() == "num_workers" and "samples/s" in ax.get_ylabel()
+    plt.close("all")
+
+
+def test_plots_reject_bad_input():
+    with pytest.raises(TypeError, match="timeline"):
+        plots.plot_timeline([], title="x")
+    with pytest.raises(ValueError, match="metric"):
+        plots.plot_worker_memory([], title="x", metric="vms")
+    with pytest.raises(ValueError, match="records"):
+        plots.plot_worker_memory([], title="x")
+    with pytest.raises(ValueError, match="equal length"):
+        plots.plot_scaling([1, 2], [1.0], title="x")

@@ -1,0 +1,173 @@
+"""The instruments must measure what they claim; each test fails for a broken instrument."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+import loaderlab
+from loaderlab.datasets import LatencyDataset
+from loaderlab.loaders import same_batches
+from loaderlab.measure import WorkerMemorySampler, live_workers, throughput, trace_timeline
+
+
+class AllocatingDataset(Dataset):
+    """Each worker allocates (and touches) `mb` megabytes on its first sample, then holds it."""
+
+    def __init__(self, mb: int, n: int = 8, hold_s: float = 0.05) -> None:
+        self.mb, self.n, self.hold_s = mb, n, hold_s
+        self.ballast = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if self.ballast is None:
+            self.ballast = np.ones(self.mb * 2**20 // 8)
+        time.sleep(self.hold_s)
+        return torch.tensor(i)
+
+
+class Counting(IterableDataset):
+    def __iter__(self):
+        info = get_worker_info()
+        start, step = (info.id, info.num_workers) if info else (0, 1)
+        yield from range(start, 40, step)
+
+
+def test_throughput_counts_every_sample_and_batch(no_leaked_workers):
+    loader = DataLoader(LatencyDataset(n=50, latency_s=0), batch_size=8)
+    result = throughput(loader)
+    assert (result.batches, result.samples) == (7, 50)
+    assert len(result.waits_s) == 7 and result.first_batch_s == result.waits_s[0]
+    assert result.samples_per_s == pytest.approx(50 / result.seconds)
+    assert 0 <= result.wait_fraction <= 1
+
+
+def test_throughput_stops_at_max_batches_and_runs_the_step(no_leaked_workers):
+    seen = []
+    loader = DataLoader(LatencyDataset(n=64, latency_s=0), batch_size=4, num_workers=2)
+    result = throughput(loader, max_batches=3, step=seen.append)
+    assert result.batches == 3 and len(seen) == 3
+
+
+def test_latency_dataset_throughput_grows_3x_from_0_to_4_workers(no_leaked_workers):
+    dataset = LatencyDataset(n=160, latency_s=0.010)
+    serial = throughput(DataLoader(dataset, batch_size=8, num_workers=0)).samples_per_s
+    with pytest.warns(UserWarning, match="suggested max number of worker"):
+        parallel = throughput(DataLoader(dataset, batch_size=8, num_workers=4)).samples_per_s
+    assert parallel >= 3 * serial, f"4 workers gave {parallel / serial:.2f}x"
+
+
+def test_memory_sampler_sees_a_worker_allocating_200_mb(no_leaked_workers):
+    loader = DataLoader(AllocatingDataset(mb=200), batch_size=2, num_workers=1)
+    with WorkerMemorySampler(interval_s=0.02) as sampler:
+        throughput(loader)
+    growth = sampler.worker_uss_growth_mb()
+    peaks = sampler.peak_uss_by_worker()
+    assert len(peaks) == 1, "exactly one worker should have been sampled"
+    assert max(peaks.values()) >= 180, f"worker peak USS {peaks}"
+    assert max(growth.values()) >= 150, f"worker USS growth {growth}"
+    main = [r for r in sampler.records if r.role == "main"]
+    assert main and max(r.uss_mb for r in main) - min(r.uss_mb for r in main) < 100
+    if os.path.exists("/proc/self/smaps_rollup"):
+        assert sampler.peak_total_pss_mb() is not None
+
+
+def test_memory_sampler_without_workers_records_only_main():
+    with WorkerMemorySampler(interval_s=0.01) as sampler:
+        throughput(DataLoader(LatencyDataset(n=8, latency_s=0.005), batch_size=2))
+    assert sampler.worker_pids() == [] and {r.role for r in sampler.records} == {"main"}
+
+
+def test_tracer_attributes_batches_to_distinct_workers(no_leaked_workers):
+    loader = DataLoader(LatencyDataset(n=48, latency_s=0.002), batch_size=4, num_workers=2)
+    timeline = trace_timeline(loader, step=0.005)
+    assert timeline.batches_per_worker() == {0: 6, 1: 6}
+    pids = {r["pid"] for r in timeline.records}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert [r["worker"] for r in timeline.records[:4]] == [0, 1, 0, 1]
+    for r in timeline.records:
+        assert r["start"] <= r["end"] and r["requested"] <= r["received"] <= r["step_end"]
+        assert r["wait"] == pytest.approx(r["received"] - r["requested"])
+
+
+def test_tracer_in_main_process_and_for_iterable_datasets(no_leaked_workers):
+    timeline = trace_timeline(DataLoader(LatencyDataset(n=10, latency_s=0), batch_size=5))
+    assert timeline.batches_per_worker() == {-1: 2}
+    timeline = trace_timeline(DataLoader(Counting(), batch_size=5, num_workers=2))
+    assert timeline.batches_per_worker() == {0: 4, 1: 4}
+
+
+def test_tracer_yields_the_same_batches_as_the_loader(no_leaked_workers):
+    def make():
+        g = torch.Generator().manual_seed(3)
+        return DataLoader(LatencyDataset(n=30, latency_s=0), batch_size=4, shuffle=True, generator=g,
+                          num_workers=2)
+
+    captured = []
+    trace_timeline(make(), step=captured.append)
+    assert same_batches(captured, make())
+
+
+def test_tracer_lets_worker_init_fn_reach_the_users_dataset(no_leaked_workers):
+    class Tagged(Dataset):
+        tag = "parent"
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return self.tag
+
+    def init(worker_id):
+        get_worker_info().dataset.tag = f"worker{worker_id}"
+
+    captured = []
+    trace_timeline(DataLoader(Tagged(), batch_size=2, num_workers=1, worker_init_fn=init),
+                   step=captured.append)
+    assert captured == [["worker0", "worker0"], ["worker0", "worker0"]]
+
+
+def test_tracer_overhead_is_under_5_percent_on_the_latency_dataset():
+    loader = DataLoader(LatencyDataset(n=64, latency_s=0.004), batch_size=8)
+    plain, traced = [], []
+    for _ in range(3):
+        plain.append(throughput(loader).seconds)
+        traced.append(trace_timeline(loader).epoch_s)
+    assert min(traced) <= 1.05 * min(plain), f"traced {min(traced):.3f}s vs {min(plain):.3f}s"
+
+
+def test_live_workers_counts_workers_and_sees_them_exit():
+    loader = DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2)
+    it = iter(loader)
+    next(it)
+    assert len(live_workers()) == 2
+    del it
+    assert loaderlab.wait_for_workers_to_exit(10.0) == 0
+
+
+@pytest.mark.parametrize(
+    "call, error, word",
+    [
+        (lambda: throughput([1, 2, 3]), TypeError, "loader"),
+        (lambda: throughput(DataLoader(LatencyDataset(4, 0)), max_batches=0), ValueError, "max_batches"),
+        (lambda: throughput(DataLoader(LatencyDataset(4, 0)), step=-1), ValueError, "step"),
+        (lambda: throughput(DataLoader(LatencyDataset(4, 0)), step="fast"), TypeError, "step"),
+        (lambda: throughput(DataLoader([], batch_size=2)), ValueError, "no batches"),
+        (lambda: trace_timeline("loader"), TypeError, "loader"),
+        (lambda: WorkerMemorySampler(interval_s=-0.1), ValueError, "interval_s"),
+        (lambda: LatencyDataset(n=4, latency_s=-0.01), ValueError, "latency_s"),
+        (lambda: LatencyDataset(n=0), ValueError, "n"),
+        (lambda: LatencyDataset(n=4, latency_s="1"), TypeError, "latency_s"),
+        (lambda: loaderlab.simulated_step(-1), ValueError, "seconds"),
+    ],
+)
+def test_instruments_reject_nonsense_with_a_message_naming_the_argument(call, error, word):
+    with pytest.raises(error, match=word):
+        call()

@@ -1,0 +1,127 @@
+"""Maintenance tools: the lab generator, the executor, and the `make lab` server (smoke test)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lab_stub_replaces_each_solution_region_keeping_indentation():
+    make_labs = _tool("make_labs")
+    source = (
+        "def f(x):\n"
+        "    ### BEGIN SOLUTION\n"
+        "    y = x + 1\n"
+        "    return y\n"
+        "    ### END SOLUTION\n"
+        "\n"
+        "### BEGIN SOLUTION\n"
+        "z = 3\n"
+        "### END SOLUTION\n"
+        "check(f)\n"
+    )
+    assert make_labs.stub_source(source) == (
+        "def f(x):\n"
+        '    raise NotImplementedError("your code here")\n'
+        "\n"
+        'raise NotImplementedError("your code here")\n'
+        "check(f)\n"
+    )
+
+
+def test_labs_are_up_to_date_with_solutions():
+    result = subprocess.run([sys.executable, "tools/make_labs.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_stored_notebooks_carry_no_timing_metadata_and_use_the_course_kernel():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        assert nb["metadata"]["kernelspec"]["name"] == "loaderlab", path.name
+        for cell in nb["cells"]:
+            assert "execution" not in cell.get("metadata", {}), f"{path.name}: timing metadata"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, b""
+
+
+def test_make_lab_server_serves_the_course_and_requires_the_token():
+    command = _tool("lab_server").server_command(port=_free_port(), token=secrets.token_hex(16),
+                                                  browser=False)
+    token = next(a.split("=", 1)[1] for a in command if a.startswith("--IdentityProvider.token="))
+    port = next(a.split("=", 1)[1] for a in command if a.startswith("--ServerApp.port="))
+    assert "--ServerApp.ip=127.0.0.1" in command
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    family = []
+    try:
+        deadline = time.monotonic() + 90
+        status = None
+        while time.monotonic() < deadline:
+            assert server.poll() is None, "jupyter lab exited during start-up"
+            try:
+                status, _ = _get(f"{base}/api/status?token={token}", timeout=2)
+            except OSError:
+                status = None
+            if status == 200:
+                break
+            time.sleep(0.5)
+        assert status == 200, "server did not answer /api/status within 90 s"
+        family = [server.pid] + [p.pid for p in psutil.Process(server.pid).children(recursive=True)]
+
+        status, body = _get(f"{base}/api/contents/notebooks?token={token}")
+        assert status == 200
+        names = {item["name"] for item in json.loads(body)["content"]}
+        assert "00_start_here.ipynb" in names
+
+        status, body = _get(f"{base}/api/contents/notebooks/00_start_here.ipynb?token={token}")
+        assert status == 200 and json.loads(body)["content"]["cells"]
+
+        status, _ = _get(f"{base}/api/contents/notebooks")
+        assert status == 403, "a request without the token must be refused"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) and
+                                              psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                                              for p in family):
+        time.sleep(0.2)
+    left = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes left behind by the server: {len(left)}"
