@@ -119,7 +119,7 @@ class BatchedTensorDataset(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         self.getitems_calls += 1
         idx = torch.as_tensor(indices, dtype=torch.long)
-        return self.features[idx], self.labels[idx]
+        return self.features.index_select(0, idx), self.labels.index_select(0, idx)
 
 
 def keep_batch(batch: Any) -> Any:
