@@ -14,7 +14,6 @@ import urllib.request
 from pathlib import Path
 
 import psutil
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
