@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.loaderlab-installed
 
-.PHONY: setup lab test unit notebooks execute labs lint soak clean
+.PHONY: setup lab test unit notebooks execute labs lint soak html clean
 
 # Create the virtual environment, install pinned requirements and the package, register the
 # Jupyter kernel and warm matplotlib's font cache. Re-runs when the requirements change.
@@ -37,6 +37,10 @@ execute: setup
 
 labs: setup
 	$(PY) tools/make_labs.py
+
+# Static site of the executed course under site/ (no re-execution; reads offline).
+html: setup
+	$(PY) tools/build_site.py
 
 # Run the nbval suite N times (default 3); report every cell that differed in any run.
 N ?= 3

@@ -1,0 +1,67 @@
+"""Build the static site under site/ from the stored executed notebooks (`make html`).
+
+Usage: python tools/build_site.py [--site-dir DIR]   (default: site/)
+Stages README.md (as the index, with the course map), docs/*.md, notebooks/ and solutions/
+into build/site-src, writes the navigation, then runs `mkdocs build`. Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGE = ROOT / "build" / "site-src"
+
+
+def _title(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                first = "".join(cell["source"]).strip().splitlines()[0]
+                return first.lstrip("# ").strip()
+    return path.stem.replace("_", " ")
+
+
+def stage() -> list:
+    if STAGE.exists():
+        shutil.rmtree(STAGE)
+    STAGE.mkdir(parents=True)
+    shutil.copy(ROOT / "README.md", STAGE / "index.md")
+    nav: list = [{"Course map": "index.md"}]
+    for folder, label in (("notebooks", "Notebooks"), ("solutions", "Lab solutions")):
+        (STAGE / folder).mkdir()
+        pages = []
+        for nb in sorted((ROOT / folder).glob("*.ipynb")):
+            shutil.copy(nb, STAGE / folder / nb.name)
+            pages.append({_title(nb): f"{folder}/{nb.name}"})
+        if pages:
+            nav.append({label: pages})
+    docs = sorted((ROOT / "docs").glob("*.md")) if (ROOT / "docs").is_dir() else []
+    if docs:
+        (STAGE / "docs").mkdir()
+        for page in docs:
+            shutil.copy(page, STAGE / "docs" / page.name)
+        nav.append({"Reference": [{_title(p): f"docs/{p.name}"} for p in docs]})
+    return nav
+
+
+def main(argv: list[str]) -> int:
+    site_dir = Path(argv[argv.index("--site-dir") + 1]).resolve() if "--site-dir" in argv else ROOT / "site"
+    nav = stage()
+    config = ROOT / "build" / "mkdocs.generated.yml"
+    base = (ROOT / "mkdocs.yml").read_text()
+    base = base.replace("docs_dir: build/site-src", f"docs_dir: {STAGE}").replace(
+        "site_dir: site", f"site_dir: {site_dir}")
+    config.write_text(base + "nav: " + json.dumps(nav) + "\n")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)],
+                          cwd=ROOT, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
