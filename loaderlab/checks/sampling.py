@@ -1,0 +1,133 @@
+"""Checker for lab 09: per-sample weights that make ``WeightedRandomSampler`` draw every class
+equally often.
+
+The decision is exact: the probability that ``WeightedRandomSampler(weights, replacement=True)``
+draws class ``c`` is the sum of the weights of class ``c`` divided by the sum of all weights
+(``torch.multinomial`` in ``WeightedRandomSampler.__iter__``), so the checker computes it from
+the weights instead of counting random draws.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+from loaderlab.checks.report import Wrong, checker
+
+HINT = "Hint: notebook 09, WeightedRandomSampler and class-balanced weights."
+REL_TOL = 1e-6
+
+
+def label_sets() -> list[list[int]]:
+    """Return the label lists the checker tries: 90/10, three classes with a single-sample
+    class, and four classes in shuffled order (class ids ``0 .. C-1``, all present)."""
+    two = [0] * 90 + [1] * 10
+    three = [0] * 12 + [1] * 5 + [2]
+    four = [0] * 20 + [1] * 7 + [2] * 3 + [3] * 1
+    for labels in (three, four):
+        random.Random(len(labels)).shuffle(labels)
+    return [two, three, four]
+
+
+def class_probabilities(weights: Sequence[float], labels: Sequence[int]) -> dict[int, float]:
+    """Return, for each class, the probability that one weighted draw picks a sample of it."""
+    if len(weights) != len(labels):
+        raise ValueError(f"weights has {len(weights)} entries but labels has {len(labels)}")
+    sums: dict[int, float] = collections.defaultdict(float)
+    for weight, label in zip(weights, labels, strict=True):
+        sums[int(label)] += float(weight)
+    total = sum(sums.values())
+    if not total > 0:
+        raise ValueError("weights must have a positive sum")
+    return {c: sums[c] / total for c in sorted(sums)}
+
+
+def _as_weights(result: Any, n: int) -> list[float]:
+    """Return the candidate's result as floats, the way WeightedRandomSampler reads it."""
+    try:
+        tensor = torch.as_tensor(result, dtype=torch.double)
+    except (TypeError, ValueError, RuntimeError):
+        raise Wrong(
+            f"class_balanced_weights returned {type(result).__name__}, not a list of numbers: "
+            f"return one float per sample. {HINT}"
+        ) from None
+    if tensor.dim() != 1:
+        raise Wrong(
+            f"class_balanced_weights returned an array of shape {tuple(tensor.shape)}: return a "
+            f"flat list with one weight per sample. {HINT}"
+        )
+    if len(tensor) != n:
+        raise Wrong(
+            f"class_balanced_weights returned {len(tensor)} weights for {n} labels: "
+            f"WeightedRandomSampler needs one weight per sample, not one per class. {HINT}"
+        )
+    return tensor.tolist()
+
+
+def _diagnose(weights: list[float], labels: list[int]) -> None:
+    """Raise Wrong with the reason when ``weights`` do not balance the classes of ``labels``."""
+    counts = collections.Counter(labels)
+    for i, (weight, label) in enumerate(zip(weights, labels, strict=True)):
+        if not math.isfinite(weight):
+            raise Wrong(f"sample {i} (class {label}) has weight {weight}: every weight must be "
+                        f"a finite number > 0. {HINT}")
+        if weight < 0:
+            raise Wrong(f"sample {i} (class {label}) has the negative weight {weight:g}: "
+                        f"weights are relative probabilities and must be > 0. {HINT}")
+    zero = sorted({label for weight, label in zip(weights, labels, strict=True) if weight == 0})
+    if zero:
+        integer_division = all(counts[c] > 1 for c in zero) and all(
+            w == 1 for w, label in zip(weights, labels, strict=True) if counts[label] == 1)
+        why = (" — 1 // count is integer division and gives 0 for every class with more than "
+               "one sample: use 1 / count" if integer_division else "")
+        raise Wrong(f"class {zero[0]} has weight 0, so the sampler would never draw class "
+                    f"{zero[0]}{why}. {HINT}")
+    probabilities = class_probabilities(weights, labels)
+    target = 1 / len(counts)
+    if all(math.isclose(p, target, rel_tol=REL_TOL) for p in probabilities.values()):
+        return
+    per_count = [w / counts[label] for w, label in zip(weights, labels, strict=True)]
+    if len(counts) > 1 and all(math.isclose(r, per_count[0], rel_tol=REL_TOL) for r in per_count):
+        raise Wrong("your weights grow with the class frequency, so the large class is drawn "
+                    "even more often: use the inverse, 1 / (number of samples of the class). "
+                    f"{HINT}")
+    shown = ", ".join(f"class {c}: {p:.2f}" for c, p in probabilities.items())
+    raise Wrong(f"with labels of class sizes {dict(sorted(counts.items()))} your weights draw "
+                f"{shown} instead of {target:.2f} each: the weights of each class must add up "
+                f"to the same total. {HINT}")
+
+
+def _drawn_shares(weights: list[float], labels: list[int], draws: int = 3000) -> list[float]:
+    """Return the class shares that a seeded DataLoader with the sampler actually draws."""
+    sampler = WeightedRandomSampler(weights, num_samples=draws, replacement=True,
+                                    generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(TensorDataset(torch.tensor(labels)), batch_size=500, sampler=sampler)
+    drawn = torch.cat([yb for (yb,) in loader])
+    return [round(float((drawn == c).float().mean()), 2) for c in sorted(set(labels))]
+
+
+@checker
+def check_balanced_weights(class_balanced_weights: Callable[[list[int]], Any]) -> str:
+    """Return a confirmation if ``class_balanced_weights(labels)`` balances every label set;
+    raise Wrong with the first problem found.
+
+    Accepted results: a list (or tuple, NumPy array, 1-D tensor) with one number per sample.
+    """
+    for labels in label_sets():
+        given = list(labels)
+        weights = _as_weights(class_balanced_weights(given), len(labels))
+        if given != labels:
+            raise Wrong("your function changed the labels list it was given (sorted it?), so "
+                        "its weights no longer line up with the samples: work on a copy. "
+                        f"{HINT}")
+        _diagnose(weights, labels)
+    shares = _drawn_shares(weights, labels)
+    return (f"every class is drawn with equal probability on {len(label_sets())} label sets "
+            f"(2 to 4 classes, one with a single sample); a seeded DataLoader drew class shares "
+            f"{shares} for class sizes {[n for _, n in sorted(collections.Counter(labels).items())]}")
