@@ -1,0 +1,354 @@
+"""Copy-on-write memory in DataLoader workers: table layouts, a per-epoch memory probe, plots.
+
+The Dataset classes and the ``worker_init_fn`` live in the package (not in notebook cells) so
+that workers started with ``spawn`` or ``forkserver`` can unpickle them.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from torch.utils.data import DataLoader, Dataset
+
+from loaderlab.datasets import MetadataDataset
+from loaderlab.loaders import require_positive
+from loaderlab.measure import MemoryRecord, WorkerMemorySampler
+
+MB = 1024 * 1024
+
+
+def fork_available() -> bool:
+    """Return True if this platform can start processes with ``fork`` (Linux, macOS; not Windows)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def list_size_mb(rows: list[str]) -> float:
+    """Return the memory (MB) a list of str occupies: its pointer array plus every string object.
+
+    Sizes come from ``sys.getsizeof`` (what CPython allocated for each object, before the
+    allocator rounds it up), so the figure is the same on every run.
+    """
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], str):
+        raise TypeError("rows must be a non-empty list of str")
+    return (sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)) / MB
+
+
+def pack_rows(rows: list[str], backend: str = "numpy") -> tuple[Any, Any]:
+    """Return ``(buffer, offsets)``: all rows' UTF-8 bytes in one uint8 buffer, and int64
+    offsets such that row ``i`` is ``buffer[offsets[i]:offsets[i + 1]]``.
+
+    ``backend`` is ``"numpy"`` (NumPy arrays) or ``"torch"`` (tensors). Two objects hold the
+    whole table, whatever its length, and rows may have any length (no padding).
+    """
+    if backend not in ("numpy", "torch"):
+        raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], str):
+        raise TypeError("rows must be a non-empty list of str")
+    joined = "".join(rows)
+    if joined.isascii():  # one byte per character: lengths in characters are lengths in bytes
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        data = joined.encode()
+    else:
+        encoded = [row.encode() for row in rows]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        data = b"".join(encoded)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    buffer = np.frombuffer(data, dtype=np.uint8).copy()
+    if backend == "torch":
+        return torch.from_numpy(buffer), torch.from_numpy(offsets)
+    return buffer, offsets
+
+
+class RowLengths(MetadataDataset):
+    """``MetadataDataset`` with a batched fetch: returns row lengths, reading rows read-only.
+
+    ``__getitems__`` (which the DataLoader calls with a whole batch of indices) reads each row
+    exactly as ``__getitem__`` does but returns plain ints, which ``default_collate`` turns
+    into one LongTensor: an epoch over 10⁵ rows takes a fraction of a second.
+    """
+
+    def __getitems__(self, indices: Sequence[int]) -> list[int]:
+        rows = self.rows
+        return [len(rows[i]) for i in indices]
+
+
+class PackedRowLengths(Dataset):
+    """Rows stored as one byte buffer plus offsets (see ``pack_rows``); returns row lengths.
+
+    Reading a row slices the buffer: no per-row Python object exists, so no reference count
+    inside the table is ever written. Works with NumPy arrays or torch tensors.
+    """
+
+    def __init__(self, buffer: np.ndarray | torch.Tensor, offsets: np.ndarray | torch.Tensor) -> None:
+        if len(offsets) < 2:
+            raise ValueError("offsets must hold at least 2 entries (one row)")
+        if int(offsets[-1]) != len(buffer):
+            raise ValueError(f"offsets end at {int(offsets[-1])} but buffer holds {len(buffer)} bytes")
+        self.buffer, self.offsets = buffer, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def row(self, index: int) -> str:
+        """Return row ``index`` decoded to str (a fresh object owned by the caller)."""
+        start, end = int(self.offsets[index]), int(self.offsets[index + 1])
+        chunk = self.buffer[start:end]
+        raw = chunk.numpy().tobytes() if isinstance(chunk, torch.Tensor) else chunk.tobytes()
+        return raw.decode()
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor(len(self.row(index)))
+
+    def __getitems__(self, indices: Sequence[int]) -> list[int]:
+        return [len(self.row(i)) for i in indices]
+
+
+class NormalizingRowLengths(Dataset):
+    """A NumPy bytes table that is *written*: each row read is upper-cased in place first
+    (a lazy "clean the data on first use"). Returns row lengths.
+
+    Every write lands in a page shared with the parent, so the worker gets its own copy of
+    that page: the write case of copy-on-write.
+    """
+
+    def __init__(self, table: np.ndarray) -> None:
+        if not isinstance(table, np.ndarray) or table.dtype.kind != "S" or not len(table):
+            raise TypeError("table must be a non-empty NumPy bytes array (e.g. metadata_array(rows))")
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor(self.__getitems__([index])[0])
+
+    def __getitems__(self, indices: Sequence[int]) -> list[int]:
+        table = self.table
+        lengths = []
+        for i in indices:
+            table[i] = table[i].upper()
+            lengths.append(len(table[i]))
+        return lengths
+
+
+def _uss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_full_info().uss / MB
+
+
+class _UssNow:
+    """Pickles to "read this process's USS": unpickling it returns a float (MB), not itself."""
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        return (_uss_mb, ())
+
+
+def _rebuild_probe(num_items: int, names: list[str], *readings_and_parts: Any) -> UnpickleCost:
+    # readings_and_parts = (uss0, part1, uss1, part2, uss2, ...): each USS reading was taken
+    # by the unpickler right after the part before it was rebuilt.
+    readings = readings_and_parts[0::2]
+    parts = readings_and_parts[1::2]
+    probe = UnpickleCost.__new__(UnpickleCost)
+    probe.num_items, probe.parts = num_items, dict(zip(names, parts, strict=True))
+    probe.cost_mb = [after - before for before, after in zip(readings[:-1], readings[1:], strict=True)]
+    return probe
+
+
+class UnpickleCost(Dataset):
+    """A probe Dataset: each item is a FloatTensor of how many MB this process's USS grew while
+    each of ``parts`` was unpickled into it (0 in the process that built it).
+
+    Under ``spawn`` or ``forkserver`` every worker receives the Dataset pickled; with
+    ``batch_size=1`` and ``num_items == num_workers`` each worker returns its own figures.
+    Unpickling reads the USS (Linux/macOS, via psutil) before and after each part.
+    """
+
+    def __init__(self, parts: dict[str, Any], num_items: int = 2) -> None:
+        if not isinstance(parts, dict) or not parts:
+            raise TypeError("parts must be a non-empty dict of name -> object")
+        self.num_items = require_positive(num_items, "num_items")
+        self.parts = parts
+        self.cost_mb = [0.0] * len(parts)
+
+    def __len__(self) -> int:
+        return self.num_items
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor(self.cost_mb, dtype=torch.float32)
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        interleaved: list[Any] = [_UssNow()]
+        for part in self.parts.values():
+            interleaved += [part, _UssNow()]
+        return (_rebuild_probe, (self.num_items, list(self.parts), *interleaved))
+
+
+class WorkerStart:
+    """A ``worker_init_fn``: returns None after pausing ``pause_s`` seconds in the new worker
+    (then, if ``collect``, running a full garbage collection there).
+
+    The pause lets a memory sampler read each worker before it fetches anything, so that
+    "growth" is measured from the worker's state right after it was started. ``collect=True``
+    does at once what CPython's collector does by itself after enough allocations: a
+    full collection, which writes into the header of every tracked container object.
+    """
+
+    def __init__(self, pause_s: float = 0.2, collect: bool = False) -> None:
+        if isinstance(pause_s, bool) or not isinstance(pause_s, (int, float)) or pause_s < 0:
+            raise ValueError(f"pause_s must be a number of seconds >= 0, got {pause_s!r}")
+        if not isinstance(collect, bool):
+            raise TypeError(f"collect must be a bool, got {type(collect).__name__}")
+        self.pause_s, self.collect = float(pause_s), collect
+
+    def __call__(self, worker_id: int) -> None:
+        time.sleep(self.pause_s)
+        if self.collect:
+            gc.collect()
+
+    def __repr__(self) -> str:
+        return f"WorkerStart(pause_s={self.pause_s}, collect={self.collect})"
+
+
+@dataclass
+class EpochMemory:
+    """What ``epoch_memory`` measured: the sampler's readings and the figures derived from them."""
+
+    label: str
+    num_workers: int
+    start_method: str
+    records: list[MemoryRecord]
+    worker_growth_mb: list[float]
+    worker_peak_uss_mb: list[float]
+    peak_total_pss_mb: float | None
+    seconds: float
+
+    def worker_records(self) -> list[MemoryRecord]:
+        """Return the readings of the workers only (the main process left out)."""
+        return [r for r in self.records if r.role == "worker"]
+
+    def total_pss_series(self) -> tuple[list[float], list[float]]:
+        """Return ``(times_s, total_pss_mb)``: main + workers' summed PSS at each reading (Linux)."""
+        totals: dict[float, float] = {}
+        for r in self.records:
+            if r.pss_mb is None:
+                return [], []
+            totals[r.t] = totals.get(r.t, 0.0) + r.pss_mb
+        times = sorted(totals)
+        return times, [totals[t] for t in times]
+
+    @property
+    def min_growth_mb(self) -> float:
+        """Return the smallest worker's USS growth (MB) over the epoch."""
+        return min(self.worker_growth_mb)
+
+    @property
+    def mean_growth_mb(self) -> float:
+        """Return the mean USS growth (MB) of the workers over the epoch."""
+        return sum(self.worker_growth_mb) / len(self.worker_growth_mb)
+
+
+def epoch_memory(
+    dataset: Dataset,
+    num_workers: int,
+    label: str = "",
+    batch_size: int = 10_000,
+    step_s: float = 0.0,
+    context: str | None = None,
+    pause_s: float = 0.2,
+    collect: bool = False,
+    seed: int = 0,
+) -> EpochMemory:
+    """Return per-worker USS growth, peak USS and peak total PSS over one shuffled epoch.
+
+    The loader uses ``shuffle=True`` (seeded), ``batch_size`` and ``num_workers`` workers
+    started with ``context`` (None = this process's start method). Each worker pauses
+    ``pause_s`` at start so its first reading precedes any fetch (then runs a full garbage
+    collection if ``collect``, see ``WorkerStart``); the main process waits
+    ``step_s`` per batch (a training step) and takes a last reading after the final batch,
+    while the workers are still alive.
+    """
+    require_positive(num_workers, "num_workers")
+    require_positive(batch_size, "batch_size")
+    if context is not None and context not in multiprocessing.get_all_start_methods():
+        raise ValueError(f"context {context!r} is not available here: {multiprocessing.get_all_start_methods()}")
+    loader = DataLoader(
+        dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+        generator=torch.Generator().manual_seed(seed), worker_init_fn=WorkerStart(pause_s, collect),
+        multiprocessing_context=context,
+    )
+    start = time.perf_counter()
+    with WorkerMemorySampler() as sampler:
+        iterator = iter(loader)  # starts the workers, which pause before fetching
+        sampler.sample()
+        for i, _batch in enumerate(iterator):
+            time.sleep(step_s)
+            if i == len(loader) - 1:
+                sampler.sample()
+        del iterator
+    seconds = time.perf_counter() - start
+    growth = sampler.worker_uss_growth_mb()
+    peaks = sampler.peak_uss_by_worker()
+    pids = sampler.worker_pids()
+    if len(pids) != num_workers:
+        raise RuntimeError(f"the sampler saw {len(pids)} workers, expected {num_workers}")
+    return EpochMemory(
+        label=label or f"{type(dataset).__name__}, {num_workers} workers",
+        num_workers=num_workers,
+        start_method=context or multiprocessing.get_start_method(),
+        records=sampler.records,
+        worker_growth_mb=[growth[p] for p in pids],
+        worker_peak_uss_mb=[peaks[p] for p in pids],
+        peak_total_pss_mb=sampler.peak_total_pss_mb(),
+        seconds=seconds,
+    )
+
+
+def plot_total_pss(results: Sequence[EpochMemory], title: str, ax: Axes | None = None) -> Axes:
+    """Line plot of the total PSS (main + workers, MB) of each run over its epoch (Linux)."""
+    if not results:
+        raise ValueError("results must hold at least one EpochMemory")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    for r in results:
+        times, totals = r.total_pss_series()
+        if times:
+            ax.plot(times, totals, marker=".", label=r.label)
+    ax.set_xlabel("time since the epoch started (s)")
+    ax.set_ylabel("total PSS, main + workers (MB)")
+    ax.set_title(title)
+    ax.legend(loc="best", fontsize="small")
+    ax.figure.tight_layout()
+    return ax
+
+
+def plot_growth(
+    results: Sequence[EpochMemory], reference_mb: float, title: str, ax: Axes | None = None
+) -> Axes:
+    """Bar chart of each run's mean worker USS growth (MB), with the table's size as a line."""
+    if not results:
+        raise ValueError("results must hold at least one EpochMemory")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    labels = [r.label for r in results]
+    values = [r.mean_growth_mb for r in results]
+    bars = ax.barh(labels, values, color=["tab:red" if v > reference_mb / 2 else "tab:green" for v in values])
+    ax.bar_label(bars, fmt="%.0f MB", padding=3, fontsize="small")
+    ax.axvline(reference_mb, color="k", linestyle=":", label=f"size of the Python list ({reference_mb:.0f} MB)")
+    ax.invert_yaxis()
+    ax.set_xlabel("USS growth per worker over one epoch (MB)")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.figure.tight_layout()
+    return ax

@@ -1,0 +1,130 @@
+"""Tests for loaderlab.cow: table layouts, the unpickle probe and the per-epoch memory probe."""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from loaderlab.cow import (
+    EpochMemory,
+    NormalizingRowLengths,
+    PackedRowLengths,
+    RowLengths,
+    UnpickleCost,
+    WorkerStart,
+    epoch_memory,
+    fork_available,
+    list_size_mb,
+    pack_rows,
+    plot_growth,
+    plot_total_pss,
+)
+from loaderlab.data import make_metadata, metadata_array
+
+
+def test_list_size_counts_the_list_and_every_string():
+    rows = ["a" * 100, "b" * 10]
+    expected = sys.getsizeof(rows) + sys.getsizeof(rows[0]) + sys.getsizeof(rows[1])
+    assert list_size_mb(rows) * 2**20 == pytest.approx(expected)
+    with pytest.raises(TypeError, match="rows"):
+        list_size_mb(np.array([b"a"]))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("rows", [["alpha", "b", "", "gamma"], ["héllo", "x", "ü€", "日本"]])
+def test_pack_rows_round_trips(backend, rows):
+    buffer, offsets = pack_rows(rows, backend=backend)
+    kind = torch.Tensor if backend == "torch" else np.ndarray
+    assert isinstance(buffer, kind) and isinstance(offsets, kind)
+    assert int(offsets[-1]) == len(buffer) == len("".join(rows).encode())
+    dataset = PackedRowLengths(buffer, offsets)
+    assert len(dataset) == len(rows)
+    assert [dataset.row(i) for i in range(len(rows))] == rows
+    assert dataset.__getitems__([0, 3]) == [len(rows[0]), len(rows[3])]
+    assert int(dataset[2]) == len(rows[2])
+
+
+def test_pack_rows_and_packed_dataset_validate():
+    with pytest.raises(ValueError, match="backend"):
+        pack_rows(["a"], backend="jax")
+    with pytest.raises(TypeError, match="rows"):
+        pack_rows([])
+    buffer, offsets = pack_rows(["abc", "de"])
+    with pytest.raises(ValueError, match="offsets"):
+        PackedRowLengths(buffer[:-1], offsets)
+
+
+def test_row_lengths_batched_fetch_matches_single_fetch():
+    rows = make_metadata(n_rows=50, row_chars=20)
+    for table in (rows, metadata_array(rows)):
+        dataset = RowLengths(table)
+        indices = [3, 0, 49]
+        assert dataset.__getitems__(indices) == [int(dataset[i]) for i in indices] == [20, 20, 20]
+
+
+def test_normalizing_dataset_writes_rows_in_place():
+    table = np.array([b"abc", b"xyz"])
+    dataset = NormalizingRowLengths(table)
+    assert dataset.__getitems__([1]) == [3]
+    assert table.tolist() == [b"abc", b"XYZ"]  # only the row read was written
+    assert int(dataset[0]) == 3 and table[0] == b"ABC"
+    with pytest.raises(TypeError, match="table"):
+        NormalizingRowLengths(["abc"])
+
+
+def test_worker_start_validates_and_runs():
+    with pytest.raises(ValueError, match="pause_s"):
+        WorkerStart(-1)
+    with pytest.raises(TypeError, match="collect"):
+        WorkerStart(0.0, collect="yes")
+    assert WorkerStart(0.0, collect=True)(0) is None
+    assert "collect=True" in repr(pickle.loads(pickle.dumps(WorkerStart(0.0, collect=True))))
+
+
+def test_unpickle_cost_measures_each_part():
+    rows = make_metadata(n_rows=100_000, row_chars=100)
+    array = np.ones(20 * 2**20, dtype=np.uint8)
+    probe = UnpickleCost({"list": rows, "array": array, "small": [1, 2]}, num_items=3)
+    assert len(probe) == 3 and probe[0].tolist() == [0.0, 0.0, 0.0]
+    copy = pickle.loads(pickle.dumps(probe))
+    list_mb, array_mb, small_mb = copy[0].tolist()
+    assert list_mb >= 0.5 * list_size_mb(rows)
+    assert 15 <= array_mb <= 25
+    assert small_mb < 1.0
+    assert copy.parts["small"] == [1, 2] and len(copy) == 3
+    with pytest.raises(TypeError, match="parts"):
+        UnpickleCost({})
+    with pytest.raises(ValueError, match="num_items"):
+        UnpickleCost({"a": 1}, num_items=0)
+
+
+@pytest.mark.skipif(not fork_available(), reason="copy-on-write sharing needs fork")
+def test_epoch_memory_sees_list_copies_and_shared_arrays(no_leaked_workers):
+    rows = make_metadata(n_rows=200_000, row_chars=200)
+    size = list_size_mb(rows)
+    as_list = epoch_memory(RowLengths(rows), 2, context="fork", pause_s=0.2)
+    as_array = epoch_memory(RowLengths(metadata_array(rows)), 2, context="fork", pause_s=0.2)
+    assert isinstance(as_list, EpochMemory) and as_list.num_workers == 2
+    assert len(as_list.worker_growth_mb) == 2 and as_list.start_method == "fork"
+    assert as_list.min_growth_mb >= 0.5 * size
+    assert max(as_array.worker_growth_mb) < 0.25 * size
+    assert {r.role for r in as_list.worker_records()} == {"worker"}
+    times, totals = as_list.total_pss_series()
+    assert len(times) == len(totals) >= 2 and max(totals) == pytest.approx(as_list.peak_total_pss_mb)
+    ax = plot_growth([as_list, as_array], size, title="t")
+    assert ax.get_xlabel().endswith("(MB)") and len(ax.patches) == 2
+    ax = plot_total_pss([as_list, as_array], title="t")
+    assert "(MB)" in ax.get_ylabel() and len(ax.lines) == 2
+
+
+def test_epoch_memory_validates():
+    with pytest.raises(ValueError, match="num_workers"):
+        epoch_memory(RowLengths(["abc"]), 0)
+    with pytest.raises(ValueError, match="context"):
+        epoch_memory(RowLengths(["abc"]), 1, context="teleport")
+    with pytest.raises(ValueError, match="results"):
+        plot_growth([], 1.0, title="t")
