@@ -1,0 +1,545 @@
+"""Worker failures reproduced safely: inherited locks, crashes, stack dumps, stale state, exit.
+
+Everything a worker runs lives here (not in a notebook cell) so that ``spawn`` workers can
+unpickle it. Every deliberate hang is bounded: a dataset that waits on a lock gives up after
+``give_up_s`` seconds, and ``interpreter_exit`` kills a child that does not exit in time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import inspect
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
+
+from loaderlab.loaders import require_loader, require_positive
+
+# --------------------------------------------------------------------- an inherited lock
+
+# Stands for the lock inside any client object a process shares between threads: a
+# connection pool, an HTTP session, a cache. It is created once, when the module is imported.
+_RESOURCE_LOCK = threading.Lock()
+
+
+def _require_seconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0 seconds, got {value}")
+    return float(value)
+
+
+class LockHolder:
+    """A background thread that holds the shared resource lock (see ``hold_resource_lock``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = _require_seconds(seconds, "seconds")
+        self._acquired, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._hold, name="loaderlab-lock-holder", daemon=True)
+
+    def _hold(self) -> None:
+        with _RESOURCE_LOCK:
+            self._acquired.set()
+            self._stop.wait(self.seconds)
+
+    def start(self) -> LockHolder:
+        """Start the thread; return once it holds the lock."""
+        self._thread.start()
+        if not self._acquired.wait(timeout=10.0):
+            raise RuntimeError("the lock holder thread did not get the lock within 10 s")
+        return self
+
+    def release(self) -> None:
+        """Make the thread release the lock now; return once it has."""
+        self._stop.set()
+        self._thread.join()
+
+
+def hold_resource_lock(seconds: float) -> LockHolder:
+    """Return a started LockHolder: a thread holding the shared resource lock for ``seconds``
+    (or until ``.release()``). When this returns the lock is held, so a worker forked now
+    inherits it locked."""
+    return LockHolder(seconds).start()
+
+
+def resource_lock_held() -> bool:
+    """Return True if the shared resource lock is held in this process right now."""
+    return _RESOURCE_LOCK.locked()
+
+
+class SharedResourceDataset(Dataset):
+    """Returns ``index`` as a tensor after taking the lock that guards a shared resource.
+
+    ``per_process=False`` uses the module's lock, created once at import: a forked worker gets
+    a copy, locked if some thread held it at fork time, that no thread will ever release.
+    ``per_process=True`` creates the lock lazily in whichever process first uses it (the fix).
+    A real client waits forever; this one raises TimeoutError after ``give_up_s`` seconds so
+    that a demonstration cannot hang.
+    """
+
+    def __init__(self, n: int = 16, per_process: bool = False, give_up_s: float = 3.0) -> None:
+        require_positive(n, "n")
+        self.n, self.per_process = n, bool(per_process)
+        self.give_up_s = _require_seconds(give_up_s, "give_up_s")
+        self._lock: threading.Lock | None = None
+        self._owner_pid: int | None = None
+
+    def _resource_lock(self) -> threading.Lock:
+        if not self.per_process:
+            return _RESOURCE_LOCK
+        if self._owner_pid != os.getpid():  # first use in this process: make our own
+            self._lock, self._owner_pid = threading.Lock(), os.getpid()
+        assert self._lock is not None
+        return self._lock
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        lock = self._resource_lock()
+        if not lock.acquire(timeout=self.give_up_s):  # a worker stuck here is the demo
+            raise TimeoutError(f"resource lock not acquired within {self.give_up_s:g} s")
+        try:
+            return torch.tensor(index)
+        finally:
+            lock.release()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A lock cannot be pickled (spawn); the worker makes its own on first use.
+        return {**self.__dict__, "_lock": None, "_owner_pid": None}
+
+
+# -------------------------------------------------------------------------- crashes
+
+
+class FetchError(Exception):
+    """A custom exception whose constructor needs two arguments (path and reason)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+CRASH_MODES = ("raise", "custom", "kill")
+
+
+class CrashingDataset(Dataset):
+    """Returns ``index`` as a tensor, except at ``fail_at`` where it fails by ``mode``.
+
+    ``"raise"`` raises ValueError, ``"custom"`` raises FetchError (two-argument constructor),
+    ``"kill"`` kills its own process with SIGKILL — only in a worker: in the main process it
+    raises RuntimeError instead, so a notebook kernel is never killed.
+    """
+
+    def __init__(self, n: int = 16, fail_at: int = 5, mode: str = "raise") -> None:
+        require_positive(n, "n")
+        if not isinstance(fail_at, int) or not 0 <= fail_at < n:
+            raise ValueError(f"fail_at must be an index in 0..{n - 1}, got {fail_at!r}")
+        if mode not in CRASH_MODES:
+            raise ValueError(f"mode must be one of {CRASH_MODES}, got {mode!r}")
+        self.n, self.fail_at, self.mode = n, fail_at, mode
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index == self.fail_at:
+            self._fail(index)
+        return torch.tensor(index)
+
+    def _fail(self, index: int) -> None:
+        if self.mode == "raise":
+            raise ValueError(f"sample {index} is corrupt")
+        if self.mode == "custom":
+            raise FetchError(f"sample_{index}.jpg", "truncated file")
+        if get_worker_info() is None:
+            raise RuntimeError("mode='kill' only kills worker processes, not the main process")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def source_line(function: Callable[..., Any], text: str) -> int:
+    """Return the file line number of the first line of ``function``'s source containing ``text``."""
+    lines, start = inspect.getsourcelines(function)
+    for offset, line in enumerate(lines):
+        if text in line:
+            return start + offset
+    raise ValueError(f"text {text!r} not found in the source of {function.__qualname__}")
+
+
+_PATH_IN_QUOTES = re.compile(r'"(?:/|[A-Za-z]:\\)[^"]*?[/\\]((?:torch|loaderlab)[/\\][^"]+|[^/\\"]+)"')
+_PIDS = re.compile(r"\b(pid(?:\(s\))?) \d+(?:, \d+)*")
+
+
+def readable(text: str) -> str:
+    """Return ``text`` with machine-specific details removed: absolute paths in quotes become
+    ``torch/...``, ``loaderlab/...`` or the file name, and process ids become ``N``."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _PIDS.sub(r"\1 N", _PATH_IN_QUOTES.sub(r'"\1"', text))
+
+
+@dataclass
+class Outcome:
+    """What ``consume`` saw: batches received, the error (if any) and how long it took."""
+
+    batches: int
+    seconds: float
+    error_type: str | None = None
+    error: str | None = None  # "Type: message", made readable (no paths, no pids)
+    raised_at: str | None = None  # innermost frame of the live traceback: "file.py:LINE in func"
+    cause: str | None = None  # the error it was raised from (``raise ... from``), made readable
+    values: list[Any] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def consume(loader: DataLoader, max_batches: int | None = None) -> Outcome:
+    """Return the Outcome of iterating ``loader`` (at most ``max_batches``), catching any error.
+
+    Worker processes are shut down before this returns, even after an error (the exception's
+    traceback would otherwise keep the iterator, and its workers, alive).
+    """
+    require_loader(loader)
+    require_positive(max_batches, "max_batches", allow_none=True)
+    values: list[Any] = []
+    start = time.perf_counter()
+    iterator = None
+    try:
+        iterator = iter(loader)
+        while max_batches is None or len(values) < max_batches:
+            try:
+                values.append(next(iterator))
+            except StopIteration:
+                break
+    except Exception as exc:  # the error is the measurement
+        seconds = time.perf_counter() - start
+        cause = exc.__cause__
+        outcome = Outcome(
+            len(values), seconds, type(exc).__name__, readable(f"{type(exc).__name__}: {exc}"),
+            traceback_tail(exc),
+            readable(f"{type(cause).__name__}: {cause}".strip()) if cause is not None else None,
+            values,
+        )
+        exc.__traceback__ = None
+    else:
+        outcome = Outcome(len(values), time.perf_counter() - start, values=values)
+    finally:
+        if iterator is not None and not loader.persistent_workers:
+            shutdown = getattr(iterator, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
+        del iterator
+    return outcome
+
+
+def traceback_tail(exc: BaseException) -> str | None:
+    """Return the innermost frame of ``exc``'s live traceback as ``"file.py:LINE in func"``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return f"{Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}"
+
+
+@contextlib.contextmanager
+def child_stderr_to(path: str | Path) -> Iterator[Path]:
+    """Return a context in which processes started here write their stderr to ``path``.
+
+    It points file descriptor 2 at the file (and back on exit), so a spawned worker that dies
+    before it can report anything leaves its traceback in the file instead of a terminal.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ValueError(f"path must be in an existing directory, got {path.name!r}")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as handle:
+        os.dup2(handle.fileno(), 2)
+        try:
+            yield path
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+# ------------------------------------------------------------------ where is it stuck?
+
+_DUMP_FILES: list[Any] = []  # faulthandler writes to these; they must stay open
+
+
+class StackDumpOnSignal:
+    """A ``worker_init_fn``: on ``signum`` the worker writes all its threads' stacks to
+    ``directory/worker-<id>.stack`` (the file's first line holds the worker's pid).
+
+    Uses ``faulthandler.register``, which works even while the worker is blocked in C code.
+    POSIX only (Windows has no SIGUSR1).
+    """
+
+    def __init__(self, directory: str | Path, signum: int | None = None) -> None:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ValueError(f"directory must be an existing directory, got {directory.name!r}")
+        if signum is None:
+            if not hasattr(signal, "SIGUSR1"):
+                raise ValueError("signum is required on this platform (no SIGUSR1)")
+            signum = int(signal.SIGUSR1)
+        self.directory, self.signum = str(directory), int(signum)
+
+    def __call__(self, worker_id: int) -> None:
+        path = Path(self.directory) / f"worker-{worker_id}.stack"
+        handle = open(path, "w")  # noqa: SIM115 - must stay open for faulthandler
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        _DUMP_FILES.append(handle)
+        faulthandler.register(self.signum, file=handle, all_threads=True)
+
+
+def request_stack_dumps(
+    directory: str | Path,
+    n_workers: int,
+    signum: int | None = None,
+    settle_s: float = 0.3,
+    timeout_s: float = 10.0,
+) -> dict[int, str]:
+    """Return ``{worker_id: stack text}``: signal each worker set up by ``StackDumpOnSignal``
+    and wait (up to ``timeout_s``) for its dump. Only pids read from the dump files are signalled.
+
+    Workers are signalled ``settle_s`` seconds after the last one has started, so that they
+    have had time to reach the place where they are stuck.
+    """
+    require_positive(n_workers, "n_workers")
+    timeout_s = _require_seconds(timeout_s, "timeout_s")
+    settle_s = _require_seconds(settle_s, "settle_s")
+    signum = int(signal.SIGUSR1) if signum is None else int(signum)
+    directory = Path(directory)
+    deadline = time.monotonic() + timeout_s
+    paths = {i: directory / f"worker-{i}.stack" for i in range(n_workers)}
+    pids: dict[int, int] = {}
+    while len(pids) < n_workers and time.monotonic() < deadline:
+        for i, path in paths.items():
+            if i not in pids and path.exists():
+                first = path.read_text().split("\n", 1)[0]
+                if first.isdigit():
+                    pids[i] = int(first)
+        time.sleep(0.02)
+    time.sleep(settle_s)
+    for pid in list(pids.values()):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:  # that worker is gone: nothing to dump
+            pids = {i: p for i, p in pids.items() if p != pid}
+    dumps: dict[int, str] = {}
+    while len(dumps) < len(pids) and time.monotonic() < deadline:
+        for i in pids:
+            text = paths[i].read_text().split("\n", 1)[1]
+            if i not in dumps and "File" in text:
+                time.sleep(0.05)  # let faulthandler finish writing
+                dumps[i] = paths[i].read_text().split("\n", 1)[1]
+        time.sleep(0.02)
+    return dumps
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
+
+
+def stack_frames(dump: str) -> list[str]:
+    """Return one thread's frames from a faulthandler dump, innermost first, as
+    ``"file.py:LINE in func"``: the thread running ``_worker_loop`` (a DataLoader worker's main
+    thread) if there is one, else the first thread listed."""
+    if not isinstance(dump, str):
+        raise TypeError(f"dump must be a str, got {type(dump).__name__}")
+    blocks = [b for b in dump.split("\n\n") if "File" in b]
+    if not blocks:
+        return []
+    block = next((b for b in blocks if "_worker_loop" in b), blocks[0])
+    return [f"{Path(f).name}:{line} in {func}" for f, line, func in _FRAME.findall(block)]
+
+
+# --------------------------------------------------------------------- stale state
+
+
+class EpochDataset(Dataset):
+    """Returns ``(index, epoch this process sees, pid)`` as a LongTensor of 3.
+
+    ``dataset.epoch = e`` in the main process stores a plain int (``shared=False``: each worker
+    keeps the copy it started with) or writes a shared-memory tensor (``shared=True``: every
+    worker reads the current value). An index ``(i, e)`` from ``EpochSampler`` overrides both.
+    """
+
+    def __init__(self, n: int = 16, shared: bool = False) -> None:
+        require_positive(n, "n")
+        self.n, self.shared = n, bool(shared)
+        self._epoch = 0
+        self._shared_epoch = torch.zeros((), dtype=torch.long).share_memory_() if shared else None
+
+    @property
+    def epoch(self) -> int:
+        if self._shared_epoch is not None:
+            return int(self._shared_epoch.item())
+        return self._epoch
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"epoch must be an int >= 0, got {value!r}")
+        if self._shared_epoch is not None:
+            self._shared_epoch.fill_(value)
+        else:
+            self._epoch = value
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int | tuple[int, int]) -> torch.Tensor:
+        if isinstance(index, tuple):
+            index, epoch = index
+        else:
+            epoch = self.epoch
+        return torch.tensor([index, epoch, os.getpid()])
+
+
+class EpochSampler(Sampler):
+    """Yields ``(index, epoch)`` for ``range(n)`` in order; ``set_epoch(e)`` sets the epoch.
+
+    The sampler runs in the main process, so the epoch travels with every index to the worker.
+    """
+
+    def __init__(self, n: int) -> None:
+        require_positive(n, "n")
+        self.n, self.epoch = n, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise ValueError(f"epoch must be an int >= 0, got {epoch!r}")
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return ((i, self.epoch) for i in range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def epochs_seen(loader: DataLoader, n_epochs: int, set_epoch: Callable[[int], Any]) -> list[dict[str, Any]]:
+    """Return, for each of ``n_epochs`` epochs, which epoch values the batches carried and which
+    worker pids made them: ``[{"epochs": [...], "pids": {...}}, ...]``.
+
+    ``set_epoch(e)`` is called in the main process before each epoch; batches must be
+    ``EpochDataset`` rows ``(index, epoch, pid)``.
+    """
+    require_loader(loader)
+    require_positive(n_epochs, "n_epochs")
+    if not callable(set_epoch):
+        raise TypeError(f"set_epoch must be callable, got {type(set_epoch).__name__}")
+    result = []
+    for epoch in range(n_epochs):
+        set_epoch(epoch)
+        rows = torch.cat([batch.reshape(-1, 3) for batch in loader])
+        result.append({"epochs": sorted(set(rows[:, 1].tolist())), "pids": set(rows[:, 2].tolist())})
+    return result
+
+
+# ------------------------------------------------------------------- interpreter exit
+
+_EXIT_SCRIPT = """
+import time
+from torch.utils.data import DataLoader
+import loaderlab
+from loaderlab.env import apply_start_method
+from loaderlab.datasets import LatencyDataset
+apply_start_method()
+dataset = LatencyDataset(n=64, latency_s=0.001)
+loader = DataLoader(dataset, batch_size=4, num_workers=2)
+it = iter(loader)
+next(it)  # one batch, then the iterator stays unexhausted in a global
+persistent = DataLoader(dataset, batch_size=4, num_workers=2, persistent_workers=True)
+for batch in persistent:
+    break  # persistent workers stay up, mid-epoch
+print(" ".join(str(p.pid) for p in loaderlab.live_workers()))
+print(time.time(), flush=True)
+"""
+
+
+@dataclass
+class ExitReport:
+    """What ``interpreter_exit`` measured for a child Python that quits mid-epoch."""
+
+    returncode: int | None  # None: it did not exit within the timeout and was killed
+    workers_at_exit: int  # workers alive when its last line ran
+    exit_s: float | None  # seconds from its last line to the end of the process
+    workers_left: int  # of those workers, how many outlived it
+
+    @property
+    def clean(self) -> bool:
+        """True if it exited by itself, with status 0, and no worker outlived it."""
+        return self.returncode == 0 and self.workers_left == 0
+
+
+def interpreter_exit(timeout_s: float = 15.0, startup_s: float = 120.0) -> ExitReport:
+    """Return an ExitReport for a fresh Python that reaches the end of its script with a
+    2-worker iterator left unexhausted (``next(it)`` once) and a 2-worker persistent loader
+    left mid-epoch (``break``).
+
+    The child uses ``LOADERLAB_START_METHOD`` like a notebook. It gets ``startup_s`` to reach
+    its last line, then ``timeout_s`` to exit; if it has not exited by then it is killed.
+    """
+    timeout_s = _require_seconds(timeout_s, "timeout_s")
+    startup_s = _require_seconds(startup_s, "startup_s")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _EXIT_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + startup_s  # until its last line has run
+    while len(lines) < 2 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        child.wait(timeout=timeout_s)  # the exit itself
+        ended, returncode = time.time(), child.returncode
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        ended, returncode = time.time(), None
+    reader.join(timeout=5.0)
+    lines = [line.strip() for line in lines if line.strip()]
+    pids = [int(p) for p in lines[0].split()] if len(lines) >= 2 else []
+    exit_s = ended - float(lines[1]) if len(lines) >= 2 and returncode is not None else None
+    deadline = time.monotonic() + 2.0
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if _alive(p)]
+        time.sleep(0.05)
+    for pid in left:  # clean up what the experiment leaked, so nothing outlives the notebook
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+    return ExitReport(returncode, len(pids), exit_s, len(left))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -1,0 +1,172 @@
+"""Checks of loaderlab.failures: bounded hangs, crash reports, stack dumps, stale state, exit."""
+
+from __future__ import annotations
+
+import pickle
+import time
+
+import pytest
+from torch.utils.data import DataLoader
+
+from loaderlab import failures
+from loaderlab.failures import (
+    CrashingDataset,
+    EpochDataset,
+    EpochSampler,
+    SharedResourceDataset,
+    consume,
+    readable,
+    source_line,
+    stack_frames,
+)
+
+
+def test_readable_strips_paths_and_pids():
+    text = ('File "/home/me/venv/lib/python3.11/site-packages/torch/utils/data/fetch.py", line 5\n'
+            'File "/work/x/loaderlab/failures.py", line 9\nFile "/usr/lib/python3.11/queue.py"\n'
+            "DataLoader worker (pid(s) 123, 456) exited; worker (pid 789) is killed")
+    assert readable(text) == ('File "torch/utils/data/fetch.py", line 5\n'
+                              'File "loaderlab/failures.py", line 9\nFile "queue.py"\n'
+                              "DataLoader worker (pid(s) N) exited; worker (pid N) is killed")
+    with pytest.raises(TypeError, match="text"):
+        readable(3)
+
+
+def test_source_line_points_at_the_text():
+    line = source_line(CrashingDataset._fail, "raise ValueError")
+    import inspect
+    lines, start = inspect.getsourcelines(CrashingDataset._fail)
+    assert "raise ValueError" in lines[line - start]
+    with pytest.raises(ValueError, match="not found"):
+        source_line(CrashingDataset._fail, "no such text")
+
+
+def test_shared_lock_blocks_and_per_process_lock_does_not():
+    dataset, fixed = SharedResourceDataset(n=4, give_up_s=0.2), SharedResourceDataset(n=4, per_process=True)
+    assert dataset[2].item() == 2 and not failures.resource_lock_held()
+    holder = failures.hold_resource_lock(seconds=5.0)
+    try:
+        assert failures.resource_lock_held()
+        start = time.perf_counter()
+        with pytest.raises(TimeoutError, match="not acquired within 0.2 s"):
+            dataset[0]
+        assert time.perf_counter() - start < 3.0  # bounded by give_up_s, not by the holder
+        assert fixed[3].item() == 3  # its own lock: unaffected
+    finally:
+        holder.release()
+    assert not failures.resource_lock_held()
+
+
+def test_shared_resource_dataset_pickles_without_its_lock():
+    dataset = SharedResourceDataset(n=4, per_process=True)
+    dataset[0]  # creates this process's lock
+    clone = pickle.loads(pickle.dumps(dataset))
+    assert clone._lock is None and clone._owner_pid is None and clone[1].item() == 1
+
+
+def test_arguments_are_validated():
+    with pytest.raises(ValueError, match="seconds"):
+        failures.hold_resource_lock(0)
+    with pytest.raises(TypeError, match="give_up_s"):
+        SharedResourceDataset(give_up_s="1")
+    with pytest.raises(ValueError, match="fail_at"):
+        CrashingDataset(n=4, fail_at=4)
+    with pytest.raises(ValueError, match="mode"):
+        CrashingDataset(mode="explode")
+    with pytest.raises(TypeError, match="loader"):
+        consume([1, 2])
+    with pytest.raises(ValueError, match="epoch"):
+        EpochSampler(4).set_epoch(-1)
+
+
+def test_kill_mode_never_kills_the_main_process():
+    with pytest.raises(RuntimeError, match="only kills worker processes"):
+        CrashingDataset(n=8, fail_at=1, mode="kill")[1]
+
+
+def test_consume_in_process_keeps_a_live_traceback():
+    outcome = consume(DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4))
+    line = source_line(CrashingDataset._fail, "raise ValueError")
+    assert outcome.batches == 1 and outcome.error_type == "ValueError"
+    assert outcome.error == "ValueError: sample 5 is corrupt"
+    assert outcome.raised_at == f"failures.py:{line} in _fail"
+    ok = consume(DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4), max_batches=1)
+    assert ok.ok and ok.batches == 1 and ok.values[0].tolist() == [0, 1, 2, 3]
+
+
+def test_worker_exceptions_keep_the_traceback_text(no_leaked_workers):
+    line = source_line(CrashingDataset._fail, "raise ValueError")
+    loader = DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4, num_workers=2)
+    outcome = consume(loader)
+    assert outcome.error_type == "ValueError"
+    assert f'File "loaderlab/failures.py", line {line}, in _fail' in outcome.error
+    custom = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="custom"), batch_size=4,
+                                num_workers=2))
+    assert custom.error_type == "RuntimeError" and "Caught FetchError" in custom.error
+
+
+def test_killed_worker_is_reported_by_signal(no_leaked_workers):
+    outcome = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="kill"), batch_size=4,
+                                 num_workers=2))
+    assert outcome.error == "RuntimeError: DataLoader worker (pid(s) N) exited unexpectedly"
+    assert outcome.cause is not None and "killed by signal: Killed" in outcome.cause
+
+
+def test_stack_frames_picks_the_worker_loop_thread():
+    dump = ('Thread 0x00007f (most recent call first):\n  File "/x/threading.py", line 320 in wait\n\n'
+            'Current thread 0x00007e (most recent call first):\n'
+            '  File "/x/loaderlab/failures.py", line 114 in __getitem__\n'
+            '  File "/x/torch/utils/data/_utils/worker.py", line 374 in _worker_loop\n')
+    assert stack_frames(dump) == ["failures.py:114 in __getitem__", "worker.py:374 in _worker_loop"]
+    assert stack_frames("nothing here") == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="needs SIGUSR1")
+def test_stack_dump_of_a_worker_stuck_on_an_inherited_lock(tmp_path, no_leaked_workers):
+    import multiprocessing
+
+    holder = failures.hold_resource_lock(seconds=1.0)
+    try:
+        loader = DataLoader(SharedResourceDataset(n=4, give_up_s=1.0), batch_size=2, num_workers=1,
+                            worker_init_fn=failures.StackDumpOnSignal(tmp_path),
+                            multiprocessing_context=multiprocessing.get_context("fork"))
+        it = iter(loader)
+        dumps = failures.request_stack_dumps(tmp_path, n_workers=1)
+        del it
+    finally:
+        holder.release()
+    line = source_line(SharedResourceDataset.__getitem__, "lock.acquire(")
+    assert stack_frames(dumps[0])[0] == f"failures.py:{line} in __getitem__"
+
+
+def test_epoch_dataset_plain_and_shared():
+    plain, shared = EpochDataset(n=4), EpochDataset(n=4, shared=True)
+    plain.epoch, shared.epoch = 3, 5
+    assert plain[1][:2].tolist() == [1, 3] and shared[1][:2].tolist() == [1, 5]
+    assert plain[(2, 7)][:2].tolist() == [2, 7]  # an (index, epoch) pair wins
+    assert list(EpochSampler(3)) == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_persistent_workers_keep_stale_state_and_the_fixes_work(no_leaked_workers):
+    dataset = EpochDataset(n=8)
+
+    def set_plain(epoch):
+        dataset.epoch = epoch
+
+    stale_loader = DataLoader(dataset, batch_size=4, num_workers=2, persistent_workers=True)
+    stale = failures.epochs_seen(stale_loader, 3, set_plain)
+    del stale_loader
+    fresh = failures.epochs_seen(DataLoader(dataset, batch_size=4, num_workers=2), 2, set_plain)
+    sampler = EpochSampler(8)
+    by_index = DataLoader(dataset, sampler=sampler, batch_size=4, num_workers=2, persistent_workers=True)
+    via_index = failures.epochs_seen(by_index, 3, sampler.set_epoch)
+    del by_index
+    assert [e["epochs"] for e in stale] == [[0], [0], [0]]
+    assert len(set().union(*(e["pids"] for e in stale))) == 2
+    assert [e["epochs"] for e in fresh] == [[0], [1]]
+    assert [e["epochs"] for e in via_index] == [[0], [1], [2]]
+
+
+def test_interpreter_exits_cleanly_with_unexhausted_iterators():
+    report = failures.interpreter_exit(timeout_s=15.0)
+    assert report.workers_at_exit == 4 and report.clean and report.exit_s is not None
