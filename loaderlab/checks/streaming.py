@@ -76,11 +76,18 @@ def _read(dataset: IterableDataset, num_workers: int, limit: int, where: str) ->
     # A dataset defined in a notebook cell lives in __main__, which spawned workers cannot
     # import: fork the workers (it copies the dataset instead of pickling it).
     context = {"multiprocessing_context": "fork", "timeout": TIMEOUT_S} if num_workers else {}
-    loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, **context)
     with warnings.catch_warnings():
         # 3 workers on a 2-core machine warn; the warning depends on the machine, not the answer
         warnings.filterwarnings("ignore", message="This DataLoader will create")
-        return _take(iter(loader), limit, where)
+        iterator = iter(DataLoader(dataset, batch_size=None, num_workers=num_workers, **context))
+    try:
+        return _take(iterator, limit, where)
+    finally:
+        # When a worker raised (or we stopped early), the traceback keeps the iterator alive and
+        # its __del__ would stop the workers only at the next garbage collection: stop them now.
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def _take(iterator: Iterator[Any], limit: int, where: str) -> list[int]:
