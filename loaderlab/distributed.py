@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
 
@@ -171,18 +172,49 @@ class TorchrunResult:
     lines: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     output: str = ""
+    timed_out: bool = False
+
+
+def _kill_launch(proc: subprocess.Popen) -> None:
+    """Kill a torchrun launch: the launcher, its ranks and their DataLoader workers."""
+    # torchrun starts every rank in a session of its own (elastic's SubprocessHandler._popen
+    # uses start_new_session=True), so killing the launcher's process group misses the ranks.
+    # Collect the whole family first; once the launcher dies the ranks are no longer its
+    # children and could not be found.
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        family = []
+    proc.terminate()  # SIGTERM: torchrun closes its ranks' sessions itself
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+    for member in family:
+        try:
+            family.extend(c for c in member.children(recursive=True) if c not in family)
+            member.kill()
+        except psutil.Error:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    psutil.wait_procs(family, timeout=5)
 
 
 def run_torchrun(
     script_args: Sequence[str], out: str | Path, nproc_per_node: int = 2, timeout_s: float = 60.0
 ) -> TorchrunResult:
-    """Return the result of ``torchrun -m loaderlab.distributed`` run with 2 local processes.
+    """Return the result of ``torchrun -m loaderlab.distributed`` run with local processes.
 
-    The launch gets its own process group; on timeout the whole group (launcher and ranks) is
-    killed, so nothing is left behind. ``lines`` holds only the lines the ranks printed
-    themselves (prefixed ``[loaderlab]``), sorted; ``result`` is the JSON rank 0 wrote to
-    ``out`` (None if it did not).
+    On timeout the launcher, every rank and their workers are killed (``timed_out`` is True),
+    so nothing is left behind. ``lines`` holds only the lines the ranks printed themselves
+    (prefixed ``[loaderlab]``), sorted; ``result`` is the JSON rank 0 wrote to ``out`` (None
+    if it did not).
     """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        raise TypeError(f"timeout_s must be a number of seconds, got {type(timeout_s).__name__}")
     if not 0 < timeout_s <= 600:
         raise ValueError(f"timeout_s must be in (0, 600] seconds, got {timeout_s}")
     out = Path(out)
@@ -193,22 +225,24 @@ def run_torchrun(
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     start = time.perf_counter()
-    # subprocess.run(timeout=...) would kill only torchrun itself and orphan the ranks: start a
-    # new session and kill the process group instead.
+    # Not subprocess.run(timeout=...): it kills only the launcher, and the orphaned ranks keep
+    # the output pipe open, so run() would then wait for them anyway.
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
         start_new_session=True,
     )
+    timed_out = False
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        timed_out = True
+        _kill_launch(proc)
         output, _ = proc.communicate()
-        output += f"\n{LINE_PREFIX} killed after {timeout_s} s timeout"
+        output += f"\n{LINE_PREFIX} killed after the {timeout_s} s timeout"
     wall_s = time.perf_counter() - start
     lines = sorted(line for line in output.splitlines() if line.startswith(LINE_PREFIX))
     result = json.loads(out.read_text()) if out.exists() else None
-    return TorchrunResult(proc.returncode, result, lines, wall_s, output)
+    return TorchrunResult(proc.returncode, result, lines, wall_s, output, timed_out)
 
 
 # --------------------------------------------------------------------------- the script
@@ -227,6 +261,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hang-s", type=float, default=0.0,
+                        help="sleep this long after loading, to try timeouts")
     args = parser.parse_args(argv)
     for name in ("size", "epochs", "batch_size"):
         if getattr(args, name) <= 0:
@@ -275,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             gathered: list[Any] = [None] * world_size
             dist.all_gather_object(gathered, items)
             seen_per_epoch.append(gathered)
+        if args.hang_s > 0:
+            time.sleep(args.hang_s)
         counts = ", ".join(f"epoch {e}: {len(s[rank])} items" for e, s in enumerate(seen_per_epoch))
         print(f"{LINE_PREFIX} rank {rank}/{world_size} ({args.mode}, "
               f"{args.num_workers} workers): {counts}", flush=True)

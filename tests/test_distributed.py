@@ -101,7 +101,7 @@ def test_real_torchrun_covers_every_item_exactly_once(tmp_path, mode, workers):
         ["--size", str(n), "--mode", mode, "--num-workers", str(workers)],
         tmp_path / "result.json", timeout_s=120,
     )
-    assert run.returncode == 0, run.output[-2000:]
+    assert run.returncode == 0 and not run.timed_out, run.output[-2000:]
     assert len(run.lines) == 2 and run.lines[0].startswith("[loaderlab] rank 0/2")
     epochs = run.result["epochs"]
     assert len(epochs) == 2 and all(len(per_rank) == 2 for per_rank in epochs)
@@ -109,3 +109,22 @@ def test_real_torchrun_covers_every_item_exactly_once(tmp_path, mode, workers):
         assert coverage(_flat(per_rank), n).exactly_once
     if mode == "map":
         assert epochs[0] != epochs[1]  # set_epoch reshuffled
+
+
+def test_timeout_kills_launcher_ranks_and_workers(tmp_path):
+    import psutil
+
+    out = tmp_path / "hung.json"
+    run = run_torchrun(
+        ["--size", "8", "--num-workers", "1", "--hang-s", "300"], out, timeout_s=20
+    )
+    assert run.timed_out and run.returncode != 0 and run.result is None
+    assert run.lines[-1].startswith("[loaderlab] killed after the 20 s timeout")
+    left = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if str(out) in " ".join(proc.info["cmdline"] or []):
+                left.append(proc)
+        except psutil.Error:
+            continue
+    assert left == [], f"{len(left)} processes of the launch are still alive"
