@@ -1,0 +1,329 @@
+"""Helpers for the notebooks on batching and worker processes (01-03): timing any pass over
+batches, sweeping ``num_workers``, worker start-up per epoch, batches in flight, shared-memory
+growth, a dataset with latency spikes, and host-to-device copy timing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+
+from loaderlab.loaders import batch_size_of, require_loader, require_positive
+from loaderlab.measure import Throughput, Timeline, _as_step, throughput
+
+SHM_PATH = "/dev/shm"
+
+
+# ------------------------------------------------------------------------------- datasets
+
+
+def image_to_uint8_tensor(image: Image.Image) -> torch.Tensor:
+    """Return a PIL image as a uint8 tensor ``[C, H, W]`` (0-255, not scaled).
+
+    A quarter of the bytes of a float32 tensor: batches cross from worker to main process
+    through shared memory, so smaller batches cost less to hand over. Convert to float where
+    the model runs (``xb.float().div_(255)``).
+    """
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"image must be a PIL image, got {type(image).__name__}")
+    array = np.asarray(image)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    return torch.from_numpy(array.copy()).permute(2, 0, 1)
+
+
+
+class SpikyLatencyDataset(Dataset):
+    """Samples that take ``base_s`` to fetch, except every ``spike_every``-th one (indices
+    ``spike_every - 1``, ``2 * spike_every - 1``, ...), which takes ``spike_s`` (a slow read:
+    a cold cache, a busy disk, a network hiccup).
+
+    The delay is a sleep (the CPU stays free) and depends on the index only, so every run sees
+    the same spikes. Returns ``(features: FloatTensor[dim] filled with the index, label)``;
+    features are made on the fly, so a large ``dim`` costs memory only while a batch exists.
+    """
+
+    def __init__(
+        self, n: int = 96, base_s: float = 0.002, spike_s: float = 0.1, spike_every: int = 16,
+        dim: int = 8,
+    ) -> None:
+        require_positive(n, "n")
+        require_positive(spike_every, "spike_every")
+        require_positive(dim, "dim")
+        for name, value in (("base_s", base_s), ("spike_s", spike_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
+        self.n, self.base_s, self.spike_s = n, float(base_s), float(spike_s)
+        self.spike_every, self.dim = spike_every, dim
+
+    def __len__(self) -> int:
+        return self.n
+
+    def delay(self, index: int) -> float:
+        """Return the seconds that fetching ``index`` takes."""
+        return self.spike_s if (index + 1) % self.spike_every == 0 else self.base_s
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        if not 0 <= index < self.n:
+            raise IndexError(f"index {index} out of range for {self.n} samples")
+        seconds = self.delay(index)
+        if seconds:
+            time.sleep(seconds)
+        return torch.full((self.dim,), float(index)), index % 2
+
+
+# --------------------------------------------------------------------------- timing passes
+
+
+@dataclass
+class PassTiming:
+    """What ``timed_pass`` measured over one pass: counts and where the wall time went."""
+
+    batches: int
+    samples: int
+    seconds: float
+    load_s: float
+    step_s: float
+
+    @property
+    def wait_fraction(self) -> float:
+        """Share of the wall time the consumer spent waiting for the next batch."""
+        return self.load_s / self.seconds
+
+
+def timed_pass(
+    batches: Iterable[Any], step: Callable[[Any], Any] | float | None = None
+) -> PassTiming:
+    """Return how long one pass over ``batches`` took, split into waiting for batches
+    (``load_s``) and running ``step`` on them (``step_s``).
+
+    ``batches`` is any iterable of batches: a hand-written generator or a DataLoader (the clock
+    starts before ``iter()``, so worker start-up counts as loading). ``step`` is a callable or a
+    number of seconds for ``loaderlab.simulated_step``.
+    """
+    if not isinstance(batches, Iterable):
+        raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
+    step_fn = _as_step(step)
+    load_s = step_s = 0.0
+    count = samples = 0
+    start = time.perf_counter()
+    iterator = iter(batches)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            break
+        t1 = time.perf_counter()
+        load_s += t1 - t0
+        count += 1
+        samples += batch_size_of(batch)
+        if step_fn is not None:
+            step_fn(batch)
+            step_s += time.perf_counter() - t1
+    del iterator
+    if not count:
+        raise ValueError("batches yielded nothing: nothing to time")
+    return PassTiming(count, samples, time.perf_counter() - start, load_s, step_s)
+
+
+def overlap_fraction(timeline: Timeline) -> float:
+    """Return the share of all batch-loading time (workers' fetch + collate) that ran while the
+    main process was running its step: 0 when loading and computing take turns, near 1 when
+    loading is hidden behind computing."""
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
+    steps = [(r["received"], r["step_end"]) for r in timeline.records]
+    loading = overlapped = 0.0
+    for r in timeline.records:
+        start, end = r["start"], r["end"]
+        loading += end - start
+        overlapped += sum(max(0.0, min(end, b) - max(start, a)) for a, b in steps)
+    return overlapped / loading if loading > 0 else 0.0
+
+
+def close_workers(loader: DataLoader) -> None:
+    """Shut down the persistent workers a DataLoader keeps between epochs (no-op otherwise)."""
+    require_loader(loader)
+    iterator = getattr(loader, "_iterator", None)
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
+    loader._iterator = None
+
+
+def steady_throughput(
+    loader: DataLoader, step: Callable[[Any], Any] | float | None = None, warmup_batches: int = 2
+) -> Throughput:
+    """Return the throughput of a full pass over ``loader`` after a short warm-up pass, so
+    that worker start-up is left out (the loader needs ``persistent_workers=True`` when it has
+    workers); persistent workers are shut down afterwards."""
+    require_loader(loader)
+    require_positive(warmup_batches, "warmup_batches")
+    if loader.num_workers and not loader.persistent_workers:
+        raise ValueError("loader must have persistent_workers=True: a new epoch restarts workers")
+    try:
+        throughput(loader, max_batches=warmup_batches)
+        return throughput(loader, step=step)
+    finally:
+        if loader.num_workers:
+            close_workers(loader)
+
+
+def steady_samples_per_s(run: Throughput) -> float:
+    """Return the samples per second of ``run`` counted from the arrival of its first batch,
+    leaving out the start of the epoch (worker start-up or wake-up and the first batch, which
+    every epoch waits for however many workers there are)."""
+    if not isinstance(run, Throughput):
+        raise TypeError(f"run must be a Throughput from loaderlab.throughput, got {type(run).__name__}")
+    if run.batches < 2:
+        raise ValueError("run must have at least 2 batches to measure after the first one")
+    first_samples = run.samples / run.batches  # batches are equal-sized except maybe the last
+    return (run.samples - first_samples) / (run.seconds - run.first_batch_s)
+
+
+def sweep_workers(
+    build: Callable[[int], DataLoader],
+    counts: Sequence[int],
+    step: Callable[[Any], Any] | float | None = None,
+) -> dict[int, Throughput]:
+    """Return ``{num_workers: Throughput}`` for loaders made by ``build(num_workers)``,
+    each measured by ``steady_throughput`` (start-up excluded)."""
+    if not callable(build):
+        raise TypeError(f"build must be a callable num_workers -> DataLoader, got {type(build).__name__}")
+    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
+        raise ValueError(f"counts must be a non-empty list of ints >= 0, got {counts!r}")
+    results = {}
+    for count in counts:
+        loader = require_loader(build(count), "build(num_workers)")
+        if loader.num_workers != count:
+            raise ValueError(f"build({count}) returned a loader with num_workers={loader.num_workers}")
+        results[count] = steady_throughput(loader, step=step)
+    return results
+
+
+def epoch_startups(loader: DataLoader, epochs: int = 3) -> list[float]:
+    """Return, for each of ``epochs`` full passes over ``loader``, the seconds from
+    ``iter(loader)`` to the first batch (worker start-up + one batch); persistent workers are
+    shut down at the end."""
+    require_loader(loader)
+    require_positive(epochs, "epochs")
+    try:
+        return [throughput(loader).first_batch_s for _ in range(epochs)]
+    finally:
+        close_workers(loader)
+
+
+def batches_in_flight(loader: DataLoader) -> int:
+    """Return how many batches a fresh iterator over ``loader`` requests from its workers
+    before the first ``next()`` (``num_workers * prefetch_factor``, capped by the batch count);
+    0 without workers, which load only when asked."""
+    require_loader(loader)
+    if loader.num_workers == 0:
+        return 0
+    iterator = iter(loader)
+    try:
+        return int(iterator._tasks_outstanding)  # private counter of _MultiProcessingDataLoaderIter
+    finally:
+        iterator._shutdown_workers()
+        del iterator
+        if loader.persistent_workers:
+            close_workers(loader)
+
+
+# ------------------------------------------------------------------------- shared memory
+
+
+def shared_memory_used_mb() -> float | None:
+    """Return the MB used in ``/dev/shm`` (where workers put batches on Linux), or None when
+    the system has no ``/dev/shm`` (macOS, Windows)."""
+    if not os.path.isdir(SHM_PATH):
+        return None
+    return shutil.disk_usage(SHM_PATH).used / 2**20
+
+
+class SharedMemoryWatcher:
+    """Context manager that records the peak growth of ``/dev/shm`` use while it is open.
+
+    Batches made by workers travel to the main process through shared memory; batches
+    prefetched but not yet consumed sit there. ``peak_growth_mb`` is None where there is no
+    ``/dev/shm``. The figure is machine-wide: other programs using shared memory add to it.
+    """
+
+    def __init__(self, interval_s: float = 0.005) -> None:
+        require_positive(interval_s, "interval_s", integer=False)
+        self.interval_s = interval_s
+        self.baseline_mb: float | None = None
+        self.peak_growth_mb: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def sample(self) -> None:
+        """Take one reading now."""
+        used = shared_memory_used_mb()
+        if used is None or self.baseline_mb is None:
+            return
+        growth = max(0.0, used - self.baseline_mb)
+        self.peak_growth_mb = max(self.peak_growth_mb or 0.0, growth)
+
+    def __enter__(self) -> SharedMemoryWatcher:
+        self.baseline_mb = shared_memory_used_mb()
+        self.peak_growth_mb = 0.0 if self.baseline_mb is not None else None
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="loaderlab-shm", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+# -------------------------------------------------------------------- host-to-device copy
+
+
+def host_to_device_seconds(
+    batch: torch.Tensor, device: str | torch.device, pinned: bool, repeats: int = 20
+) -> float:
+    """Return the median seconds to copy ``batch`` from host to ``device`` (synchronised),
+    from pageable memory or (``pinned=True``) from a pinned copy with ``non_blocking=True``.
+
+    Needs an accelerator: raises RuntimeError when none is available.
+    """
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError(f"batch must be a tensor, got {type(batch).__name__}")
+    if batch.device.type != "cpu":
+        raise ValueError(f"batch must live on the CPU, got device {batch.device}")
+    require_positive(repeats, "repeats")
+    device = torch.device(device)
+    if device.type == "cpu":
+        raise ValueError("device must be an accelerator (e.g. 'cuda'), got 'cpu'")
+    if not torch.accelerator.is_available():
+        raise RuntimeError("no accelerator available: host-to-device copies cannot be timed")
+    source = batch.pin_memory() if pinned else batch
+    times = []
+    for _ in range(repeats + 1):  # the first copy warms up the allocator
+        torch.accelerator.synchronize()
+        t0 = time.perf_counter()
+        source.to(device, non_blocking=pinned)
+        torch.accelerator.synchronize()
+        times.append(time.perf_counter() - t0)
+    times = sorted(times[1:])
+    return times[len(times) // 2]

@@ -1,0 +1,155 @@
+"""Unit tests for loaderlab.workers: counts and ratios, not wall-clock luck."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, TensorDataset
+
+import loaderlab
+from loaderlab.datasets import LatencyDataset
+from loaderlab.workers import (
+    SharedMemoryWatcher,
+    SpikyLatencyDataset,
+    batches_in_flight,
+    close_workers,
+    epoch_startups,
+    host_to_device_seconds,
+    image_to_uint8_tensor,
+    overlap_fraction,
+    shared_memory_used_mb,
+    steady_samples_per_s,
+    steady_throughput,
+    sweep_workers,
+    timed_pass,
+)
+
+
+def test_image_to_uint8_tensor_keeps_bytes_and_layout():
+    image = Image.new("RGB", (5, 3), (10, 20, 30))
+    tensor = image_to_uint8_tensor(image)
+    assert tensor.dtype == torch.uint8 and tensor.shape == (3, 3, 5)
+    assert tensor[:, 0, 0].tolist() == [10, 20, 30]
+    assert image_to_uint8_tensor(Image.new("L", (4, 2))).shape == (1, 2, 4)
+    with pytest.raises(TypeError, match="image"):
+        image_to_uint8_tensor(torch.zeros(3))
+
+
+def test_spiky_dataset_delays_and_samples():
+    ds = SpikyLatencyDataset(n=8, base_s=0.0, spike_s=0.01, spike_every=4, dim=3)
+    assert [ds.delay(i) for i in range(8)] == [0.0, 0.0, 0.0, 0.01] * 2
+    x, y = ds[5]
+    assert x.tolist() == [5.0, 5.0, 5.0] and y == 1
+    with pytest.raises(IndexError):
+        ds[8]
+    with pytest.raises(ValueError, match="spike_s"):
+        SpikyLatencyDataset(spike_s=-1)
+    with pytest.raises(TypeError, match="base_s"):
+        SpikyLatencyDataset(base_s="1")
+
+
+def test_timed_pass_splits_load_and_step():
+    def slow_batches():
+        for _ in range(4):
+            time.sleep(0.01)
+            yield torch.zeros(2, 3)
+
+    run = timed_pass(slow_batches(), step=0.02)
+    assert run.batches == 4 and run.samples == 8
+    assert run.load_s >= 0.04 and run.step_s >= 0.08
+    assert run.load_s + run.step_s <= run.seconds + 1e-6
+    assert 0 < run.wait_fraction < 1
+    with pytest.raises(ValueError, match="nothing"):
+        timed_pass([])
+    with pytest.raises(TypeError, match="batches"):
+        timed_pass(3)
+
+
+def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_workers):
+    ds = LatencyDataset(n=16, latency_s=0.01)
+    alone = loaderlab.trace_timeline(DataLoader(ds, batch_size=2), step=0.03)
+    assert overlap_fraction(alone) == 0
+    together = loaderlab.trace_timeline(DataLoader(ds, batch_size=2, num_workers=2), step=0.03)
+    assert overlap_fraction(together) > 0.5
+    with pytest.raises(TypeError, match="timeline"):
+        overlap_fraction([])
+
+
+def test_batches_in_flight_counts_prefetch_per_worker(no_leaked_workers):
+    ds = LatencyDataset(n=64, latency_s=0.0)
+    assert batches_in_flight(DataLoader(ds, batch_size=2)) == 0
+    assert batches_in_flight(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=3)) == 6
+    # capped by the number of batches
+    assert batches_in_flight(DataLoader(ds, batch_size=32, num_workers=2, prefetch_factor=4)) == 2
+
+
+def test_steady_throughput_requires_persistent_workers_and_closes_them(no_leaked_workers):
+    ds = LatencyDataset(n=32, latency_s=0.0)
+    with pytest.raises(ValueError, match="persistent_workers"):
+        steady_throughput(DataLoader(ds, batch_size=4, num_workers=1))
+    loader = DataLoader(ds, batch_size=4, num_workers=1, persistent_workers=True)
+    run = steady_throughput(loader)
+    assert run.batches == 8 and run.samples == 32 and loader._iterator is None
+    assert steady_samples_per_s(run) > 0
+
+
+def test_steady_samples_per_s_leaves_out_the_first_batch():
+    run = loaderlab.Throughput(batches=4, samples=40, seconds=2.0, first_batch_s=1.0,
+                               waits_s=[1.0, 0.1, 0.1, 0.1])
+    assert steady_samples_per_s(run) == pytest.approx(30.0)
+    with pytest.raises(ValueError, match="2 batches"):
+        steady_samples_per_s(loaderlab.Throughput(1, 10, 1.0, 1.0, [1.0]))
+
+
+def test_sweep_workers_measures_each_count(no_leaked_workers):
+    ds = TensorDataset(torch.arange(24.0))
+    sweep = sweep_workers(lambda n: DataLoader(ds, batch_size=4, num_workers=n,
+                                               persistent_workers=n > 0), [0, 2])
+    assert list(sweep) == [0, 2] and all(t.samples == 24 for t in sweep.values())
+    with pytest.raises(ValueError, match="counts"):
+        sweep_workers(lambda n: None, [])
+    with pytest.raises(ValueError, match="num_workers"):
+        sweep_workers(lambda n: DataLoader(ds), [1])
+
+
+def test_epoch_startups_returns_one_value_per_epoch_and_leaves_no_workers(no_leaked_workers):
+    ds = LatencyDataset(n=8, latency_s=0.0)
+    loader = DataLoader(ds, batch_size=4, num_workers=1, persistent_workers=True)
+    startups = epoch_startups(loader, epochs=3)
+    assert len(startups) == 3 and all(s > 0 for s in startups)
+    with pytest.raises(ValueError, match="epochs"):
+        epoch_startups(loader, epochs=0)
+
+
+def test_close_workers_is_a_no_op_without_an_iterator():
+    loader = DataLoader(TensorDataset(torch.zeros(4)))
+    close_workers(loader)
+    with pytest.raises(TypeError, match="loader"):
+        close_workers("not a loader")
+
+
+def test_shared_memory_watcher_sees_a_large_shared_tensor():
+    if shared_memory_used_mb() is None:
+        pytest.skip("no /dev/shm on this system")
+    with SharedMemoryWatcher() as watcher:
+        shared = torch.zeros(16 * 2**20 // 4).share_memory_()  # 16 MB in shared memory
+        time.sleep(0.05)
+        watcher.sample()
+        del shared
+    assert watcher.peak_growth_mb is not None and watcher.peak_growth_mb >= 8
+
+
+def test_host_to_device_seconds_validates_arguments():
+    with pytest.raises(TypeError, match="batch"):
+        host_to_device_seconds([1, 2], "cuda", pinned=False)
+    with pytest.raises(ValueError, match="device"):
+        host_to_device_seconds(torch.zeros(4), "cpu", pinned=False)
+    if not torch.accelerator.is_available():
+        with pytest.raises(RuntimeError, match="accelerator"):
+            host_to_device_seconds(torch.zeros(4), "cuda", pinned=True)
+    else:
+        device = torch.accelerator.current_accelerator()
+        assert host_to_device_seconds(torch.zeros(1024), device, pinned=True, repeats=3) > 0
