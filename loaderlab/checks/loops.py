@@ -1,0 +1,180 @@
+"""Checker for lab 01: a Dataset + DataLoader that yields exactly the batches of a hand-written loop.
+
+The student writes ``make_loader(features, labels, sampler, batch_size) -> DataLoader``. The
+checker builds the hand-written loop's batches (take the indices in the sampler's order, cut
+them into slices of ``batch_size``, stack ``features[i]`` and ``labels[i]``) and compares
+them with the loader's batches tensor by tensor (shape, dtype, values) for several batch sizes,
+one of which does not divide the data, then again with the loader rebuilt with 2 workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Sampler
+
+from loaderlab.checks.report import Wrong, checker
+from loaderlab.loaders import rebuild, require_positive, same_batch
+
+HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
+N_SAMPLES = 50
+DIM = 4
+# 50 samples: 10 divides them, 8 leaves a last batch of 2, 64 holds them all in one batch.
+BATCH_SIZES = (10, 8, 64)
+WORKER_TIMEOUT_S = 10.0
+
+
+class FixedOrderSampler(Sampler[int]):
+    """Yields the same given order of indices on every epoch (a shuffled order fixed in advance)."""
+
+    def __init__(self, order: Sequence[int]) -> None:
+        if not len(order):
+            raise ValueError("order must list at least one index")
+        self.order = [int(i) for i in order]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
+def loop_data(n: int = N_SAMPLES, dim: int = DIM, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return ``(features: FloatTensor[n, dim], labels: LongTensor[n])``; column 0 of the
+    features holds the sample's own index, so every row can be traced back to its sample."""
+    require_positive(n, "n")
+    require_positive(dim, "dim")
+    generator = torch.Generator().manual_seed(seed)
+    features = torch.randn(n, dim, generator=generator)
+    features[:, 0] = torch.arange(n, dtype=torch.float32)
+    labels = torch.randint(0, 3, (n,), generator=generator)
+    return features, labels
+
+
+def shuffled_sampler(n: int, seed: int) -> FixedOrderSampler:
+    """Return a sampler that yields one fixed permutation of ``range(n)`` (drawn from ``seed``)."""
+    require_positive(n, "n")
+    return FixedOrderSampler(torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist())
+
+
+def manual_batches(
+    features: torch.Tensor, labels: torch.Tensor, order: Sequence[int], batch_size: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Return the hand-written loop's batches: ``order`` cut into slices of ``batch_size``
+    (the last one shorter), each as ``(stacked features, stacked labels)``."""
+    require_positive(batch_size, "batch_size")
+    if len(features) != len(labels):
+        raise ValueError(f"features has {len(features)} rows but labels has {len(labels)}")
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chunk = list(order[start : start + batch_size])
+        batches.append((torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])))
+    return batches
+
+
+def _fork_available() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def collect_batches(loader: DataLoader) -> list[Any]:
+    """Return all batches of one pass over ``loader``; its workers are shut down even when the
+    pass raises (an exception's traceback would otherwise keep the iterator, and so the
+    workers, alive until the next garbage collection)."""
+    iterator = iter(loader)
+    try:
+        return list(iterator)
+    finally:
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+
+def _requested_order(loader: DataLoader) -> list[int]:
+    """Return the indices ``loader`` asks its dataset for, in order (one more draw of its sampler)."""
+    if loader.batch_sampler is not None:
+        return [int(i) for batch in loader.batch_sampler for i in batch]
+    return [int(i) for i in loader.sampler]
+
+
+def _diagnose(batches: list[Any], expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,
+              where: str, requested: list[int]) -> None:
+    """Raise Wrong with the first difference between the loader's batches and the loop's
+    (``requested``: the indices the loader asks its dataset for)."""
+    for k, batch in enumerate(batches):
+        if not isinstance(batch, (list, tuple)) or len(batch) != 2:
+            raise Wrong(f"{where} batch {k} is a {type(batch).__name__}, not a (features, labels) "
+                        f"pair: __getitem__ must return (features[i], labels[i]). {HINT}")
+        x, y = batch
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            raise Wrong(f"{where} batch {k} holds {type(x).__name__} and {type(y).__name__}, not two "
+                        f"tensors: keep the default collate_fn, which stacks the samples. {HINT}")
+        if x.dim() == 1 and y.dim() == 2:
+            raise Wrong(f"{where} each batch comes as (labels, features), swapped: __getitem__ must "
+                        f"return (features[i], labels[i]) in that order. {HINT}")
+        if x.dim() != 2 or x.shape[1] != DIM or y.dim() != 1:
+            raise Wrong(f"{where} batch {k} has shapes {tuple(x.shape)} and {tuple(y.shape)}, "
+                        f"expected [B, {DIM}] and [B]: return one row features[i] and one label "
+                        f"labels[i] per sample. {HINT}")
+        if x.dtype != torch.float32:
+            raise Wrong(f"{where} features come out as {x.dtype}, expected torch.float32 like the "
+                        f"features you were given: do not convert them. {HINT}")
+        if y.dtype != torch.int64:
+            raise Wrong(f"{where} labels come out as {y.dtype}, expected torch.int64 like the labels "
+                        f"you were given: return labels[i] (or int(labels[i])) unchanged. {HINT}")
+    sizes = [len(x) for x, _ in batches]
+    wanted = [len(x) for x, _ in expected]
+    if sizes != wanted:
+        if sizes == wanted[:-1] and wanted[-1] < batch_size:
+            raise Wrong(f"{where} the last, incomplete batch ({wanted[-1]} samples) is missing: "
+                        f"the hand-written loop keeps it, so keep drop_last=False. "
+                        f"Hint: notebook 02, section 4 on drop_last.")
+        if len(set(sizes[:-1] or sizes)) == 1 and sizes[0] != batch_size and sizes[0] != wanted[0]:
+            raise Wrong(f"{where} asked for batch_size={batch_size} but your batches hold "
+                        f"{sizes[0]} samples: pass batch_size on to the DataLoader. {HINT}")
+        raise Wrong(f"{where} your loader yields {len(sizes)} batches of sizes {sizes[:6]}, the loop "
+                    f"yields {len(wanted)} of sizes {wanted[:6]}. {HINT}")
+    got = torch.cat([x[:, 0] for x, _ in batches]).long().tolist()
+    want = torch.cat([x[:, 0] for x, _ in expected]).long().tolist()
+    if got != want:
+        if sorted(got) == sorted(want) and requested != want:
+            raise Wrong(f"{where} your batches hold the right samples but in another order: follow "
+                        f"the sampler you are given (sampler=sampler, not shuffle=True). {HINT}")
+        raise Wrong(f"{where} your batches hold other samples than the sampler's indices: "
+                    f"__getitem__(i) must return sample i. {HINT}")
+    for k, (batch, reference) in enumerate(zip(batches, expected, strict=True)):
+        if not same_batch(tuple(batch), reference):
+            raise Wrong(f"{where} batch {k} differs from the loop's batch: the features or labels of "
+                        f"a sample are not features[i] and labels[i]. {HINT}")
+
+
+@checker
+def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
+    """Check that ``make_loader(features, labels, sampler, batch_size)`` returns a DataLoader
+    whose batches equal the hand-written loop's, for several batch sizes, with 0 and 2 workers."""
+    features, labels = loop_data()
+    for seed, batch_size in enumerate(BATCH_SIZES):
+        sampler = shuffled_sampler(N_SAMPLES, seed)
+        expected = manual_batches(features, labels, sampler.order, batch_size)
+        loader = make_loader(features, labels, sampler, batch_size)
+        if not isinstance(loader, DataLoader):
+            raise Wrong(f"make_loader returned a {type(loader).__name__}, not a "
+                        f"torch.utils.data.DataLoader. {HINT}")
+        _diagnose(collect_batches(loader), expected, batch_size, f"With batch_size={batch_size},",
+                  _requested_order(loader))
+    if not _fork_available():
+        return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} "
+                "(workers not checked: this platform cannot fork)")
+    sampler = shuffled_sampler(N_SAMPLES, 1)
+    expected = manual_batches(features, labels, sampler.order, 8)
+    # The student's Dataset class lives in the notebook's __main__, which a spawned worker
+    # cannot import; fork copies the process instead, so the workers find the class.
+    with_workers = rebuild(make_loader(features, labels, sampler, 8), num_workers=2,
+                           multiprocessing_context="fork", timeout=WORKER_TIMEOUT_S,
+                           persistent_workers=False, prefetch_factor=2)
+    _diagnose(collect_batches(with_workers), expected, 8, "With batch_size=8 and num_workers=2,",
+              _requested_order(with_workers))
+    return (f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
+            f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers")
