@@ -168,7 +168,7 @@ def check_ddp_epochs(train_orders: Callable[..., Any],
     for case in TRAIN_CASES:
         _check_train(train_orders, *case)
     train_ok = (f"train_orders matches DistributedSampler + set_epoch(epoch) for "
-                f"{len(TRAIN_CASES)} setups: a new order every epoch, the same on every rank")
+                f"{len(TRAIN_CASES)} setups: a new shuffle every epoch, shared by all ranks")
     if eval_indices is None:
         return train_ok + " (now write eval_indices)"
     shards = [_check_eval(eval_indices, n, world) for n, world in EVAL_CASES]

@@ -12,15 +12,16 @@ from __future__ import annotations
 import collections
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.sampling import expected_class_fractions
 
-HINT = "Hint: notebook 09, WeightedRandomSampler and class-balanced weights."
+HINT = "Hint: notebook 09, section '3. Weights that do balance: inverse class frequency'."
 REL_TOL = 1e-6
 
 
@@ -33,19 +34,6 @@ def label_sets() -> list[list[int]]:
     for labels in (three, four):
         random.Random(len(labels)).shuffle(labels)
     return [two, three, four]
-
-
-def class_probabilities(weights: Sequence[float], labels: Sequence[int]) -> dict[int, float]:
-    """Return, for each class, the probability that one weighted draw picks a sample of it."""
-    if len(weights) != len(labels):
-        raise ValueError(f"weights has {len(weights)} entries but labels has {len(labels)}")
-    sums: dict[int, float] = collections.defaultdict(float)
-    for weight, label in zip(weights, labels, strict=True):
-        sums[int(label)] += float(weight)
-    total = sum(sums.values())
-    if not total > 0:
-        raise ValueError("weights must have a positive sum")
-    return {c: sums[c] / total for c in sorted(sums)}
 
 
 def _as_weights(result: Any, n: int) -> list[float]:
@@ -88,7 +76,7 @@ def _diagnose(weights: list[float], labels: list[int]) -> None:
                "one sample: use 1 / count" if integer_division else "")
         raise Wrong(f"class {zero[0]} has weight 0, so the sampler would never draw class "
                     f"{zero[0]}{why}. {HINT}")
-    probabilities = class_probabilities(weights, labels)
+    probabilities = expected_class_fractions(weights, labels)
     target = 1 / len(counts)
     if all(math.isclose(p, target, rel_tol=REL_TOL) for p in probabilities.values()):
         return
