@@ -196,29 +196,39 @@ class UnpickleCost(Dataset):
 
 
 class WorkerStart:
-    """A ``worker_init_fn``: returns None after pausing ``pause_s`` seconds in the new worker
-    (then, if ``collect``, running a full garbage collection there).
+    """A ``worker_init_fn``: returns None once the new worker may start fetching — after
+    ``gate`` (a multiprocessing Event) is set, if given, and a pause of ``pause_s`` seconds —
+    having run a full garbage collection there first if ``collect``.
 
-    The pause lets a memory sampler read each worker before it fetches anything, so that
+    The gate lets a memory sampler read every worker before it fetches anything, so that
     "growth" is measured from the worker's state right after it was started. ``collect=True``
     does at once what CPython's collector does by itself after enough allocations: a
     full collection, which writes into the header of every tracked container object.
     """
 
-    def __init__(self, pause_s: float = 0.2, collect: bool = False) -> None:
-        if isinstance(pause_s, bool) or not isinstance(pause_s, (int, float)) or pause_s < 0:
-            raise ValueError(f"pause_s must be a number of seconds >= 0, got {pause_s!r}")
+    def __init__(
+        self, gate: Any = None, collect: bool = False, pause_s: float = 0.0, gate_timeout_s: float = 60.0
+    ) -> None:
+        for name, value in (("pause_s", pause_s), ("gate_timeout_s", gate_timeout_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
         if not isinstance(collect, bool):
             raise TypeError(f"collect must be a bool, got {type(collect).__name__}")
-        self.pause_s, self.collect = float(pause_s), collect
+        if gate is not None and not callable(getattr(gate, "wait", None)):
+            raise TypeError(f"gate must be an Event (with .wait), got {type(gate).__name__}")
+        self.gate, self.collect = gate, collect
+        self.pause_s, self.gate_timeout_s = float(pause_s), float(gate_timeout_s)
 
     def __call__(self, worker_id: int) -> None:
+        if self.gate is not None:
+            self.gate.wait(self.gate_timeout_s)
         time.sleep(self.pause_s)
         if self.collect:
             gc.collect()
 
     def __repr__(self) -> str:
-        return f"WorkerStart(pause_s={self.pause_s}, collect={self.collect})"
+        gated = self.gate is not None
+        return f"WorkerStart(gated={gated}, collect={self.collect}, pause_s={self.pause_s})"
 
 
 @dataclass
@@ -266,16 +276,15 @@ def epoch_memory(
     batch_size: int = 10_000,
     step_s: float = 0.0,
     context: str | None = None,
-    pause_s: float = 0.2,
     collect: bool = False,
     seed: int = 0,
 ) -> EpochMemory:
     """Return per-worker USS growth, peak USS and peak total PSS over one shuffled epoch.
 
     The loader uses ``shuffle=True`` (seeded), ``batch_size`` and ``num_workers`` workers
-    started with ``context`` (None = this process's start method). Each worker pauses
-    ``pause_s`` at start so its first reading precedes any fetch (then runs a full garbage
-    collection if ``collect``, see ``WorkerStart``); the main process waits
+    started with ``context`` (None = this process's start method). Each worker waits at a
+    gate until the sampler has read it once, so that reading precedes any fetch (then runs a
+    full garbage collection if ``collect``, see ``WorkerStart``); the main process waits
     ``step_s`` per batch (a training step) and takes a last reading after the final batch,
     while the workers are still alive.
     """
@@ -283,15 +292,17 @@ def epoch_memory(
     require_positive(batch_size, "batch_size")
     if context is not None and context not in multiprocessing.get_all_start_methods():
         raise ValueError(f"context {context!r} is not available here: {multiprocessing.get_all_start_methods()}")
+    gate = multiprocessing.get_context(context).Event()
     loader = DataLoader(
         dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
-        generator=torch.Generator().manual_seed(seed), worker_init_fn=WorkerStart(pause_s, collect),
+        generator=torch.Generator().manual_seed(seed), worker_init_fn=WorkerStart(gate, collect),
         multiprocessing_context=context,
     )
     start = time.perf_counter()
     with WorkerMemorySampler() as sampler:
-        iterator = iter(loader)  # starts the workers, which pause before fetching
+        iterator = iter(loader)  # starts the workers, which wait at the gate
         sampler.sample()
+        gate.set()
         for i, _batch in enumerate(iterator):
             time.sleep(step_s)
             if i == len(loader) - 1:

@@ -78,11 +78,28 @@ def test_normalizing_dataset_writes_rows_in_place():
 
 def test_worker_start_validates_and_runs():
     with pytest.raises(ValueError, match="pause_s"):
-        WorkerStart(-1)
+        WorkerStart(pause_s=-1)
     with pytest.raises(TypeError, match="collect"):
-        WorkerStart(0.0, collect="yes")
-    assert WorkerStart(0.0, collect=True)(0) is None
-    assert "collect=True" in repr(pickle.loads(pickle.dumps(WorkerStart(0.0, collect=True))))
+        WorkerStart(collect="yes")
+    with pytest.raises(TypeError, match="gate"):
+        WorkerStart(gate=3)
+    assert WorkerStart(collect=True)(0) is None
+    assert "collect=True" in repr(pickle.loads(pickle.dumps(WorkerStart(collect=True))))
+
+
+def test_worker_start_waits_for_its_gate():
+    import threading
+    import time
+
+    gate = threading.Event()
+    done = []
+    thread = threading.Thread(target=lambda: done.append(WorkerStart(gate)(0)))
+    thread.start()
+    time.sleep(0.2)
+    assert not done  # still waiting
+    gate.set()
+    thread.join(5)
+    assert done == [None]
 
 
 def test_unpickle_cost_measures_each_part():
@@ -106,8 +123,8 @@ def test_unpickle_cost_measures_each_part():
 def test_epoch_memory_sees_list_copies_and_shared_arrays(no_leaked_workers):
     rows = make_metadata(n_rows=200_000, row_chars=200)
     size = list_size_mb(rows)
-    as_list = epoch_memory(RowLengths(rows), 2, context="fork", pause_s=0.2)
-    as_array = epoch_memory(RowLengths(metadata_array(rows)), 2, context="fork", pause_s=0.2)
+    as_list = epoch_memory(RowLengths(rows), 2, context="fork")
+    as_array = epoch_memory(RowLengths(metadata_array(rows)), 2, context="fork")
     assert isinstance(as_list, EpochMemory) and as_list.num_workers == 2
     assert len(as_list.worker_growth_mb) == 2 and as_list.start_method == "fork"
     assert as_list.min_growth_mb >= 0.5 * size
