@@ -1,0 +1,163 @@
+"""Checker for lab 03: make a slow, I/O-bound loader at least 4x faster without changing its batches.
+
+``slow_loader()`` is the starting point: ``LatencyDataset(n=324, latency_s=0.04)`` (every sample
+sleeps 40 ms, like a remote read), ``batch_size=8`` (the last batch holds 4), a fixed shuffled
+order given as ``sampler``, ``num_workers=0``. The student's ``tune(loader) -> DataLoader``
+returns a faster loader. The checker compares its batches with the starting loader's, exactly
+(``loaderlab.loaders.same_batch``), and its throughput (samples/s over a whole pass, worker
+start-up included; best of 2 passes) with the starting loader's (best of 2 short passes).
+Waiting is sleep, so the ratio barely depends on how busy the CPUs are.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data._utils import signal_handling
+
+from loaderlab.checks.report import Wrong, checker
+from loaderlab.datasets import LatencyDataset
+from loaderlab.loaders import batch_size_of, require_loader, same_batch
+from loaderlab.measure import throughput
+
+HINT = "Hint: notebook 03 on num_workers and prefetching, and notebook 04 section 4 on __getitems__."
+N_SAMPLES = 324
+BATCH_SIZE = 8
+LATENCY_S = 0.04
+MIN_SPEEDUP = 4.0
+BASELINE_BATCHES = 3
+# A pass that runs longer than this many times the pass time of a loader exactly MIN_SPEEDUP
+# times faster is stopped: it cannot pass, and a 1-worker loader would take 13 s per pass.
+# After a pass stopped that way, a second one runs only for persistent workers.
+PASS_LIMIT_FACTOR = 1.5
+
+
+def slow_loader(latency_s: float = LATENCY_S) -> DataLoader:
+    """Return the lab's starting loader: 324 samples that sleep ``latency_s`` each, batches of
+    8 in a fixed shuffled order (``sampler`` is a list of indices), no workers."""
+    dataset = LatencyDataset(n=N_SAMPLES, latency_s=latency_s, dim=8, seed=0)
+    order = torch.randperm(N_SAMPLES, generator=torch.Generator().manual_seed(0)).tolist()
+    return DataLoader(dataset, batch_size=BATCH_SIZE, sampler=order, num_workers=0)
+
+
+def reference_batches() -> list[Any]:
+    """Return the batches of ``slow_loader()``, computed without the sleeps (same values)."""
+    return list(slow_loader(latency_s=0.0))
+
+
+def _stop_workers(iterator: Any, kill: bool) -> None:
+    """Shut down the worker processes of a DataLoader iterator (if it has any).
+
+    ``kill``: terminate them first. Workers that are still starting (under spawn each one
+    imports torch, seconds on a busy machine) do not answer the shutdown request, and
+    ``_shutdown_workers`` would wait ``MP_STATUS_CHECK_INTERVAL`` (5 s) for each one; torch's
+    own last resort, in the ``finally`` of ``_shutdown_workers``, is the same ``terminate()``.
+    """
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is None:
+        return
+    if kill and not iterator._shutdown:
+        if iterator._worker_pids_set:  # stop the SIGCHLD handler from reporting the kills
+            signal_handling._remove_worker_pids(id(iterator))
+            iterator._worker_pids_set = False
+        for worker in iterator._workers:
+            if worker.is_alive():
+                worker.terminate()
+    shutdown()
+
+
+def _timed_pass(loader: DataLoader, limit_s: float) -> tuple[list[Any], float, float, bool]:
+    """Return ``(batches, seconds, first_batch_s, complete)`` of one pass, stopped after
+    ``limit_s`` seconds (checked after every batch; workers wait at most ``limit_s``)."""
+    batches: list[Any] = []
+    start = time.perf_counter()
+    first_batch_s = float("nan")
+    iterator = iter(loader)
+    complete = False
+    try:
+        while time.perf_counter() - start <= limit_s:
+            try:
+                batches.append(next(iterator))
+            except StopIteration:
+                complete = True
+                break
+            except RuntimeError as exc:
+                if "DataLoader timed out" not in str(exc):
+                    raise
+                break
+            if len(batches) == 1:
+                first_batch_s = time.perf_counter() - start
+    finally:
+        if not (complete and loader.persistent_workers):
+            _stop_workers(iterator, kill=not complete)
+            loader._iterator = None
+        del iterator
+    seconds = time.perf_counter() - start
+    return batches, seconds, first_batch_s if batches else seconds, complete
+
+
+def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool) -> None:
+    """Raise Wrong with the first way ``batches`` (a whole pass, or its start) differ."""
+    sizes = [batch_size_of(b) for b in batches]
+    wanted = [batch_size_of(b) for b in expected]
+    prefix = wanted[: len(sizes)] if not complete else wanted
+    if sizes != prefix:
+        if complete and sizes == wanted[:-1]:
+            raise Wrong(f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
+                        f"drop_last=False so the batches stay the same. {HINT}")
+        raise Wrong(f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
+                    f"loader batches of {BATCH_SIZE}: keep batch_size={BATCH_SIZE} (a bigger "
+                    f"batch changes every batch). {HINT}")
+    for k, (batch, reference) in enumerate(zip(batches, expected, strict=False)):
+        if not same_batch(batch, reference):
+            raise Wrong(f"batch {k} holds other samples than the starting loader's batch {k}: keep "
+                        f"its sampler (shuffle=True draws a new order). {HINT}")
+
+
+@checker
+def check_fast_loader(tune: Callable[[DataLoader], DataLoader]) -> str:
+    """Check that ``tune(slow_loader())`` yields the same batches at >= 4x the throughput."""
+    expected = reference_batches()
+    with warnings.catch_warnings():
+        # torch warns when num_workers exceeds the CPU count; these workers sleep, not compute.
+        warnings.filterwarnings("ignore", message="This DataLoader will create")
+        tuned = tune(slow_loader())
+        try:
+            require_loader(tuned, "tune(loader)'s result")
+        except TypeError as exc:
+            raise Wrong(f"{exc}. {HINT}") from None
+        base = max(throughput(slow_loader(), max_batches=BASELINE_BATCHES).samples_per_s
+                   for _ in range(2))
+        limit_s = PASS_LIMIT_FACTOR * N_SAMPLES / (MIN_SPEEDUP * base)
+        if tuned.num_workers > 0:
+            tuned.timeout = limit_s  # a worker that takes longer cannot pass: stop waiting
+        passes = []
+        try:
+            for _ in range(2):
+                batches, seconds, first_batch_s, complete = _timed_pass(tuned, limit_s)
+                _diagnose_batches(batches, expected, complete)
+                passes.append((sum(batch_size_of(b) for b in batches) / seconds, seconds, first_batch_s))
+                if not complete:
+                    break  # too slow already, and a new pass would start workers again
+        finally:
+            # persistent_workers keeps the workers in tuned._iterator between passes; the
+            # checker owns the tuned loader, so it shuts them down to leave no process behind.
+            _stop_workers(getattr(tuned, "_iterator", None), kill=False)
+            tuned._iterator = None
+    rate, seconds, first_batch_s = max(passes)
+    speedup = rate / base
+    if speedup < MIN_SPEEDUP and first_batch_s > 0.5 * seconds:
+        raise Wrong(f"same batches, but only {speedup:.1f}x the starting throughput: waiting for the "
+                    f"first batch took {first_batch_s:.1f} s of the {seconds:.1f} s pass, starting the workers "
+                    f"(under spawn each one imports torch again); persistent_workers=True pays "
+                    f"that once, threads never. {HINT}")
+    if speedup < MIN_SPEEDUP:
+        raise Wrong(f"same batches, but only {speedup:.1f}x the starting throughput; the goal is "
+                    f"{MIN_SPEEDUP:.0f}x: the samples wait on (simulated) I/O, so more of them "
+                    f"must wait at the same time. {HINT}")
+    return f"same batches, at least {MIN_SPEEDUP:.0f}x the starting throughput"
