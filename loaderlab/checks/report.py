@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,12 @@ def _is_stub(exc: BaseException) -> bool:
     return "NotImplementedError" in str(exc) and "your code here" in str(exc)
 
 
+def _release_workers() -> None:
+    # A loader that failed mid-epoch keeps its worker processes until its iterator is garbage
+    # collected; the traceback of the failure holds the iterator, so collect now.
+    gc.collect()
+
+
 def checker(body: Callable[..., str]) -> Callable[..., bool]:
     """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line.
 
@@ -55,13 +62,15 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
         try:
             confirmation = body(candidate, *args, **kwargs)
         except Wrong as wrong:
+            _release_workers()
             print(f"{FAIL} {wrong}")
             return False
         except Exception as exc:  # the candidate's own error: one line, no traceback
-            if _is_stub(exc):
-                print(f"{PENDING} not attempted yet")
-            else:
-                print(f"{FAIL} your code raised {one_line(exc)}")
+            summary = one_line(exc)
+            stub = _is_stub(exc)
+            del exc
+            _release_workers()
+            print(f"{PENDING} not attempted yet" if stub else f"{FAIL} your code raised {summary}")
             return False
         print(f"{PASS} {confirmation}")
         return True
