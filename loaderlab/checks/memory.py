@@ -1,0 +1,225 @@
+"""Lab 06 checker: a Dataset that keeps its table shared by forked workers (copy-on-write).
+
+``check_cow_fix(FixedDataset)`` builds ``FixedDataset(rows)`` from a Python list of str,
+checks that it returns exactly the same row as ``CaptionDataset(rows)`` for every index, then
+(under ``fork``) runs one shuffled epoch with 2 workers and measures how much each worker's
+private memory (USS) grows: a table of per-row Python objects is copied page by page into
+every worker that reads it, one shared buffer is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from loaderlab.checks.report import Wrong, checker
+from loaderlab.env import start_method
+from loaderlab.loaders import require_positive
+from loaderlab.measure import WorkerMemorySampler, wait_for_workers_to_exit
+
+MB = 1024 * 1024
+N_ROWS = 300_000  # ~40 MB of str objects: a broken layout grows each worker by about that much
+GROWTH_LIMIT = 0.10  # a fix may grow a worker by at most 10 % of the list's size
+HINT = "Hint: notebook 06, section 'Fixes that keep the table shared'"
+
+_WORDS = (
+    "a", "red", "bus", "on", "the", "street", "two", "dogs", "play", "in", "snow", "café",
+    "naïve", "Zürich", "São Paulo", "東京", "crème brûlée", "near", "river", "at", "night",
+)
+
+
+def caption_rows(n_rows: int = N_ROWS, seed: int = 0) -> list[str]:
+    """Return ``n_rows`` distinct caption strings (a Python list: one str object per row).
+
+    Rows differ in length (about 20-160 characters), some hold non-ASCII characters
+    (``é``, ``ü``, ``東京``) and some end with a space, so a layout that truncates, pads,
+    strips or mis-encodes rows returns different items.
+    """
+    require_positive(n_rows, "n_rows")
+    return list(_rows(n_rows, seed))  # a new list each call: a candidate may change its list
+
+
+@functools.lru_cache(maxsize=2)
+def _rows(n_rows: int, seed: int) -> tuple[str, ...]:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(3, 25, size=n_rows).tolist()
+    picks = rng.integers(0, len(_WORDS), size=sum(counts)).tolist()
+    ends = [" " if space else "" for space in (rng.random(n_rows) < 0.1).tolist()]
+    words = [_WORDS[j] for j in picks]
+    rows, start = [], 0
+    for i, count in enumerate(counts):
+        rows.append(f"{i:07d} " + " ".join(words[start:start + count]) + ends[i])
+        start += count
+    return tuple(rows)
+
+
+def list_bytes(rows: list[str]) -> int:
+    """Return the bytes a list of str occupies: its pointer array plus every str object
+    (``sys.getsizeof``, so the same figure on every run)."""
+    if not isinstance(rows, list) or not rows:
+        raise TypeError("rows must be a non-empty list")
+    return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)
+
+
+class CaptionDataset(Dataset):
+    """The broken layout: keeps the Python list of str and returns ``rows[index]``.
+
+    Reading a row increments that str object's reference count, a write into the page that
+    holds it, so a forked worker gets a private copy of every page of rows it reads.
+    """
+
+    def __init__(self, rows: list[str]) -> None:
+        if not isinstance(rows, list) or not rows:
+            raise TypeError("rows must be a non-empty list of str")
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> str:
+        return self.rows[index]
+
+
+class _PauseAtStart:
+    """A ``worker_init_fn``: returns None after ``pause_s`` seconds, so the memory sampler reads
+    each worker before it fetches anything (its growth is measured from that reading)."""
+
+    def __init__(self, pause_s: float) -> None:
+        self.pause_s = pause_s
+
+    def __call__(self, worker_id: int) -> None:
+        time.sleep(self.pause_s)
+
+
+@dataclass
+class WorkerGrowth:
+    """What ``worker_growth`` measured: items in epoch order and each worker's USS growth (MB)."""
+
+    items: list[Any]
+    growth_mb: list[float]
+
+    @property
+    def max_growth_mb(self) -> float:
+        return max(self.growth_mb)
+
+
+def worker_growth(
+    dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0, pause_s: float = 0.3
+) -> WorkerGrowth:
+    """Return the items of one shuffled epoch over ``dataset`` in forked workers, and each
+    worker's USS growth in MB (peak minus its first reading, taken before any fetch).
+
+    Workers are forked (``multiprocessing_context="fork"``) whatever this process's default:
+    the dataset object may be defined in a notebook (``__main__``) and is inherited, not pickled.
+    """
+    require_positive(num_workers, "num_workers")
+    require_positive(batch_size, "batch_size")
+    # A fixed shuffled order (a list is a valid sampler), so items can be put back by index.
+    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
+    loader = DataLoader(
+        dataset, batch_size=batch_size, sampler=order, num_workers=num_workers,
+        worker_init_fn=_PauseAtStart(pause_s), collate_fn=_as_list,
+        multiprocessing_context="fork", timeout=60,
+    )
+    items: list[Any] = []
+    with WorkerMemorySampler(interval_s=0.05, include_main=False) as sampler:
+        iterator = iter(loader)
+        try:
+            for i, batch in enumerate(iterator):
+                items.extend(batch)
+                if i == len(loader) - 1:
+                    sampler.sample()  # the last reading, while the workers are still alive
+        finally:
+            iterator._shutdown_workers()
+            del iterator
+    growth = sampler.worker_uss_growth_mb()
+    pids = sampler.worker_pids()
+    if len(pids) != num_workers:
+        raise RuntimeError(f"the memory sampler saw {len(pids)} workers, expected {num_workers}")
+    by_index: list[Any] = [None] * len(items)
+    for index, item in zip(order, items, strict=True):
+        by_index[index] = item
+    return WorkerGrowth(by_index, [growth[p] for p in pids])
+
+
+def _as_list(samples: list[Any]) -> list[Any]:
+    return list(samples)
+
+
+def _culprit(dataset: Dataset) -> str:
+    """Return which attribute of ``dataset`` still holds one Python object per row (for the message)."""
+    for name, value in vars(dataset).items():
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            return f"`{name}` is a NumPy array of dtype=object, which stores one Python object per row"
+        if isinstance(value, (list, tuple)) and len(value) > 1000:
+            kind = type(value[0]).__name__
+            return f"`{name}` is still a {type(value).__name__} of {kind} (one Python object per row)"
+    return "the rows are still separate Python objects"
+
+
+def _first_mismatch(items: Sequence[Any], rows: list[str]) -> int | None:
+    for i, (item, row) in enumerate(zip(items, rows, strict=True)):
+        if not isinstance(item, str) or item != row:
+            return i
+    return None
+
+
+def _describe(item: Any, row: str) -> str:
+    if isinstance(item, (bytes, np.bytes_)):
+        return "returns bytes instead of str (decode the row with .decode())"
+    if not isinstance(item, str):
+        return f"returns {type(item).__name__} instead of the row's str"
+    if item == row.strip() and item != row:
+        return "strips the row (it loses the trailing space the original row has)"
+    if row.startswith(item):
+        return f"truncates the row to {len(item)} of its {len(row)} characters (a fixed width too small?)"
+    return "returns a different row"
+
+
+@checker
+def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROWS) -> str:
+    """Return a confirmation if ``candidate(rows)`` returns every row exactly and keeps the
+    table shared by 2 forked workers (USS growth < 10 % of the list's size)."""
+    rows = caption_rows(n_rows)
+    dataset = candidate(rows)
+    if not isinstance(dataset, Dataset):
+        raise Wrong(
+            f"{getattr(candidate, '__name__', 'your class')}(rows) returned a "
+            f"{type(dataset).__name__}, not a torch Dataset. Hint: subclass torch.utils.data.Dataset"
+        )
+    if len(dataset) != len(rows):
+        raise Wrong(f"your dataset has {len(dataset)} items but the table has {len(rows)} rows. {HINT}")
+    fork = start_method() == "fork"
+    # Under fork every row is compared below, as the workers return it; here a quick look at
+    # a spread of rows catches a wrong layout before any worker starts.
+    indices = range(len(rows)) if not fork else sorted({*range(1000), *range(0, len(rows), 101)})
+    bad = next((i for i in indices if _first_mismatch([dataset[i]], [rows[i]]) is not None), None)
+    if bad is not None:
+        raise Wrong(f"row {bad}: your dataset {_describe(dataset[bad], rows[bad])}. {HINT}")
+    if not fork:
+        return f"all {len(rows):,} rows returned exactly (memory not measured: needs fork)"
+    size_mb = list_bytes(rows) / MB
+    measured = worker_growth(dataset)
+    assert wait_for_workers_to_exit(10.0) == 0, "the checker's workers did not exit"
+    bad = _first_mismatch(measured.items, rows)
+    if bad is not None:
+        raise Wrong(f"row {bad} read in a worker: your dataset {_describe(measured.items[bad], rows[bad])}. {HINT}")
+    if measured.max_growth_mb >= GROWTH_LIMIT * size_mb:
+        raise Wrong(
+            f"a forked worker's private memory grew by {measured.max_growth_mb:.0f} MB while reading "
+            f"the {size_mb:.0f} MB table (limit {GROWTH_LIMIT * size_mb:.0f} MB): {_culprit(dataset)}, "
+            f"and every read writes the reference count of the row's object, so its page is "
+            f"copied. {HINT}"
+        )
+    return (
+        f"all {len(rows):,} rows returned exactly, and 2 forked workers each grew by less than "
+        f"{GROWTH_LIMIT:.0%} of the {size_mb:.0f} MB list"
+    )

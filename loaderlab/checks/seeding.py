@@ -1,0 +1,203 @@
+"""Lab 07 checker: a ``worker_init_fn`` that reseeds the dataset's own NumPy generator.
+
+``AugmentDataset`` draws one random "augmentation" value per item from its own
+``np.random.Generator`` (``self.rng``). A forked or spawned worker starts with a *copy* of that
+generator, so without reseeding every worker (and, without persistent workers, every epoch)
+draws the same values. ``check_worker_init_fn(worker_init_fn)`` runs it in real 2-worker
+DataLoaders and counts duplicated values exactly (two independent float64 draws never collide).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from loaderlab.checks.report import Wrong, checker
+from loaderlab.loaders import require_positive
+
+HINT = "Hint: notebook 07, the worker_init_fn fix"
+N_ITEMS, BATCH_SIZE, NUM_WORKERS, EPOCHS = 16, 2, 2, 2
+
+
+class AugmentDataset(Dataset):
+    """Returns, for each index, one float drawn from the dataset's own generator ``self.rng``
+    (the random part of an augmentation: a crop offset, a flip, a noise level)."""
+
+    def __init__(self, n: int = N_ITEMS, seed: int = 0) -> None:
+        require_positive(n, "n")
+        self.n = n
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> float:
+        return float(self.rng.random())
+
+
+def _generator_state(rng: Any) -> Any:
+    bit_generator = getattr(rng, "bit_generator", None)
+    return bit_generator.state if bit_generator is not None else None
+
+
+class _ProbeDataset(AugmentDataset):
+    """``AugmentDataset`` whose items also say what the worker_init_fn changed in this worker:
+    ``[value, worker id, dataset.rng changed, np.random changed]``."""
+
+    def __getitem__(self, index: int) -> torch.Tensor:  # type: ignore[override]
+        info = get_worker_info()
+        report = getattr(self, "init_report", (0.0, 0.0))
+        worker = info.id if info is not None else -1
+        return torch.tensor([float(self.rng.random()), worker, *report], dtype=torch.float64)
+
+
+class _ProbedInit:
+    """A ``worker_init_fn`` that calls ``fn`` and notes whether it changed the dataset's
+    generator and NumPy's global one (torch has already seeded the latter per worker)."""
+
+    def __init__(self, fn: Callable[[int], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, worker_id: int) -> None:
+        dataset = get_worker_info().dataset
+        rng_before, state_before = dataset.rng, _generator_state(dataset.rng)
+        np_before = np.random.get_state()[1].copy()
+        self.fn(worker_id)
+        rng_changed = dataset.rng is not rng_before or _generator_state(dataset.rng) != state_before
+        np_changed = not np.array_equal(np.random.get_state()[1], np_before)
+        dataset.init_report = (float(rng_changed), float(np_changed))
+
+
+@dataclass
+class SeedingRun:
+    """What ``seeding_run`` collected: per epoch, the items' values and flags in index order."""
+
+    values: list[list[float]]  # [epoch][index]
+    workers: list[list[int]]
+    rng_changed: bool  # dataset.rng was replaced or reseeded in some worker
+    np_changed: bool  # np.random's global state was changed by the worker_init_fn
+
+    def duplicates_within_epochs(self) -> int:
+        """Return how many values repeat an earlier value of the same epoch (summed over epochs)."""
+        return sum(len(v) - len(set(v)) for v in self.values)
+
+    def duplicates_across_epochs(self) -> int:
+        """Return how many values of a later epoch already appeared in an earlier epoch."""
+        seen: set[float] = set()
+        count = 0
+        for epoch in self.values:
+            count += sum(value in seen for value in epoch)
+            seen |= set(epoch)
+        return count
+
+
+def seeding_run(
+    worker_init_fn: Callable[[int], Any] | None,
+    seed: int = 0,
+    persistent_workers: bool = False,
+    epochs: int = EPOCHS,
+) -> SeedingRun:
+    """Return the values 2 workers drew from ``AugmentDataset`` over ``epochs`` epochs, with a
+    ``generator`` seeded with ``seed`` (workers forked when fork exists: the function may be
+    defined in a notebook, which spawned workers cannot import)."""
+    require_positive(epochs, "epochs")
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    loader = DataLoader(
+        _ProbeDataset(), batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
+        worker_init_fn=_ProbedInit(worker_init_fn or _no_reseed), timeout=20,
+        generator=torch.Generator().manual_seed(seed), persistent_workers=persistent_workers,
+        multiprocessing_context="fork" if fork else None,
+    )
+    values, workers, rng_changed, np_changed = [], [], False, False
+    try:
+        for _ in range(epochs):
+            iterator = iter(loader)
+            try:
+                rows = torch.cat(list(iterator))
+            finally:
+                if not persistent_workers:  # even after an error: no worker outlives the check
+                    iterator._shutdown_workers()
+                del iterator
+            values.append(rows[:, 0].tolist())
+            workers.append([int(w) for w in rows[:, 1].tolist()])
+            rng_changed |= bool(rows[:, 2].any())
+            np_changed |= bool(rows[:, 3].any())
+    finally:
+        if loader._iterator is not None:  # persistent workers live in the loader until now
+            loader._iterator._shutdown_workers()
+            loader._iterator = None
+    return SeedingRun(values, workers, rng_changed, np_changed)
+
+
+def _no_reseed(worker_id: int) -> None:
+    """A ``worker_init_fn`` that does nothing: the broken baseline."""
+
+
+def _duplicates_wrong(run: SeedingRun, where: str) -> Wrong:
+    count = run.duplicates_within_epochs()
+    if not run.rng_changed and run.np_changed:
+        return Wrong(
+            f"you seeded NumPy's global generator (np.random), but the dataset draws from its own "
+            f"generator dataset.rng, which stayed the same copy in both workers: {count} of "
+            f"{N_ITEMS * len(run.values)} values were duplicates {where}. {HINT}"
+        )
+    if not run.rng_changed:
+        return Wrong(
+            f"dataset.rng was not reseeded, so both workers draw from identical copies of it: "
+            f"{count} of {N_ITEMS * len(run.values)} values were duplicates {where}. "
+            f"Hint: in worker_init_fn, set get_worker_info().dataset.rng (notebook 07)"
+        )
+    return Wrong(
+        f"both workers got the same seed (a constant?): {count} of {N_ITEMS * len(run.values)} "
+        f"values were duplicates {where}. Hint: seed from get_worker_info().seed, which differs "
+        f"per worker and per epoch (notebook 07)"
+    )
+
+
+@checker
+def check_worker_init_fn(candidate: Callable[[int], Any]) -> str:
+    """Return a confirmation if ``candidate`` makes 2 workers draw distinct augmentation values,
+    different every epoch (persistent workers or not), and the same values for the same seed."""
+    if not callable(candidate):
+        raise Wrong(f"worker_init_fn must be a function of worker_id, got {type(candidate).__name__}")
+    if "fork" not in multiprocessing.get_all_start_methods() and candidate.__module__ == "__main__":
+        raise Wrong(
+            "here workers start with spawn and cannot import a function defined in a notebook: "
+            "save worker_init_fn in a .py file next to the notebook, import it and check that"
+        )
+    first = seeding_run(candidate, seed=0)
+    if first.duplicates_within_epochs():
+        raise _duplicates_wrong(first, "within an epoch")
+    if first.duplicates_across_epochs():
+        raise Wrong(
+            f"the values repeat from one epoch to the next ({first.duplicates_across_epochs()} of "
+            f"{N_ITEMS} values of epoch 2 already came in epoch 1): your seed does not change "
+            f"between epochs (the worker id only?). Hint: get_worker_info().seed changes every "
+            f"epoch (notebook 07)"
+        )
+    again = seeding_run(candidate, seed=0)
+    if again.values != first.values:
+        differ = sum(a != b for a, b in zip(first.values[0], again.values[0], strict=True))
+        raise Wrong(
+            f"two runs with the same generator seed gave different values ({differ} of {N_ITEMS} "
+            f"differ in epoch 1): your seed is not reproducible (time? os.urandom?). Hint: derive "
+            f"it from get_worker_info().seed, which the loader's generator decides (notebook 07)"
+        )
+    persistent = seeding_run(candidate, seed=0, persistent_workers=True)
+    if persistent.duplicates_within_epochs():
+        raise _duplicates_wrong(persistent, "with persistent_workers=True")
+    if persistent.duplicates_across_epochs():
+        raise Wrong(
+            f"with persistent_workers=True, {persistent.duplicates_across_epochs()} values of epoch "
+            f"2 repeat epoch 1. {HINT}"
+        )
+    return (
+        f"{NUM_WORKERS} workers drew {N_ITEMS * EPOCHS} distinct values over {EPOCHS} epochs "
+        f"(persistent workers or not), and the same generator seed gave the same values"
+    )

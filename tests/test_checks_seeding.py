@@ -1,0 +1,135 @@
+"""Lab 07 checker: each wrong worker_init_fn rejected for its own reason, right ones accepted."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import get_worker_info
+
+from loaderlab.checks.seeding import AugmentDataset, check_worker_init_fn, seeding_run
+
+pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+
+
+def verdict(capsys, candidate) -> tuple[bool, str]:
+    ok = check_worker_init_fn(candidate)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "Traceback" not in out, out
+    return ok, out.strip()
+
+
+# ------------------------------------------------------------------ student answers
+
+
+def from_worker_seed(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)
+
+
+def from_initial_seed(worker_id):  # a different right answer: torch.initial_seed() == info.seed
+    get_worker_info().dataset.rng = np.random.default_rng([worker_id, torch.initial_seed()])
+
+
+def reseed_in_place(worker_id):  # right too: the same Generator object, a new state
+    info = get_worker_info()
+    info.dataset.rng.bit_generator.state = np.random.PCG64(info.seed).state
+
+
+def no_reseed(worker_id):
+    pass
+
+
+def worker_id_only(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(worker_id)
+
+
+def global_numpy(worker_id):  # the popular advice (C15), applied to the wrong generator
+    seed = torch.initial_seed() % 2**32
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def constant(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(1234)
+
+
+def from_clock(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(time.time_ns() + worker_id)
+
+
+def from_urandom(worker_id):
+    get_worker_info().dataset.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+
+
+def rebinds_a_local(worker_id):  # reseeds a local name: the dataset keeps its copy
+    rng = get_worker_info().dataset.rng
+    rng = np.random.default_rng(get_worker_info().seed)  # noqa: F841
+
+
+def typo(worker_id):
+    get_worker_info().datset.rng = None
+
+
+def stub(worker_id):
+    raise NotImplementedError("your code here")
+
+
+# ------------------------------------------------------------------------- checker
+
+
+@pytest.mark.parametrize("candidate", [from_worker_seed, from_initial_seed, reseed_in_place])
+def test_seeds_from_the_loader_are_accepted(capsys, candidate):
+    ok, out = verdict(capsys, candidate)
+    assert ok and out.startswith("✅ 2 workers drew 32 distinct values"), out
+
+
+@pytest.mark.parametrize(
+    ("candidate", "phrase"),
+    [
+        (no_reseed, "dataset.rng was not reseeded"),
+        (rebinds_a_local, "dataset.rng was not reseeded"),
+        (global_numpy, "you seeded NumPy's global generator (np.random)"),
+        (constant, "both workers got the same seed (a constant?)"),
+        (worker_id_only, "the values repeat from one epoch to the next"),
+        (from_clock, "not reproducible"),
+        (from_urandom, "not reproducible"),
+        (42, "must be a function of worker_id"),
+    ],
+)
+def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase):
+    ok, out = verdict(capsys, candidate)
+    assert not ok and out.startswith("❌") and phrase in out, out
+
+
+def test_stub_is_pending_and_a_crash_is_one_line(capsys):
+    assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
+    ok, out = verdict(capsys, typo)
+    assert not ok and out == "❌ your code raised AttributeError: 'WorkerInfo' object has no attribute 'datset'", out
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def test_seeding_run_counts_the_duplicates_exactly():
+    broken = seeding_run(None)
+    assert broken.duplicates_within_epochs() == 16  # 8 per epoch: worker 1 replays worker 0
+    assert broken.duplicates_across_epochs() == 16  # epoch 2 replays epoch 1 entirely
+    assert broken.workers[0].count(0) == broken.workers[0].count(1) == 8
+    fixed = seeding_run(from_worker_seed, persistent_workers=True)
+    assert fixed.duplicates_within_epochs() == fixed.duplicates_across_epochs() == 0
+    assert fixed.rng_changed and not fixed.np_changed
+    assert seeding_run(from_worker_seed, seed=1).values != seeding_run(from_worker_seed, seed=2).values
+
+
+def test_augment_dataset_draws_from_its_own_generator():
+    dataset = AugmentDataset(4, seed=5)
+    assert [dataset[i] for i in range(4)] == np.random.default_rng(5).random(4).tolist()
+    with pytest.raises(ValueError, match="n must be > 0"):
+        AugmentDataset(0)
+    with pytest.raises(ValueError, match="epochs"):
+        seeding_run(None, epochs=0)
