@@ -8,7 +8,8 @@ Run it yourself (CPU, gloo, two processes on this machine)::
 
 Each rank loads its shard for ``--epochs`` epochs through a DataLoader; the ranks gather the
 items they saw with ``all_gather_object``; rank 0 writes them as JSON to ``--out``; every rank
-prints one line that starts with ``[loaderlab]``.
+prints one line that starts with ``[loaderlab]``. The JSON holds ``epochs[e][rank]`` (the
+items rank saw in epoch e, in order) and ``batches[e][rank]`` (how many batches it ran).
 """
 
 from __future__ import annotations
@@ -304,13 +305,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         rank, world_size = dist.get_rank(), dist.get_world_size()
         loader, sampler = _loader(args, rank, world_size)
         seen_per_epoch: list[list[list[int]]] = []
+        batches_per_epoch: list[list[int]] = []
         for epoch in range(args.epochs):
             if sampler is not None:
                 sampler.set_epoch(epoch)
-            items = flatten_items(loader)
+            batches = list(loader)
             gathered: list[Any] = [None] * world_size
-            dist.all_gather_object(gathered, items)
-            seen_per_epoch.append(gathered)
+            dist.all_gather_object(gathered, (flatten_items(batches), len(batches)))
+            seen_per_epoch.append([items for items, _ in gathered])
+            batches_per_epoch.append([count for _, count in gathered])
         if args.hang_s > 0:
             time.sleep(args.hang_s)
         counts = ", ".join(f"epoch {e}: {len(s[rank])} items" for e, s in enumerate(seen_per_epoch))
@@ -320,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).write_text(json.dumps({
                 "mode": args.mode, "n": args.size, "world_size": world_size,
                 "num_workers": args.num_workers, "batch_size": args.batch_size,
-                "epochs": seen_per_epoch,
+                "epochs": seen_per_epoch, "batches": batches_per_epoch,
             }))
         dist.barrier()
     finally:

@@ -107,6 +107,8 @@ def test_real_torchrun_covers_every_item_exactly_once(tmp_path, mode, workers):
     assert len(epochs) == 2 and all(len(per_rank) == 2 for per_rank in epochs)
     for per_rank in epochs:
         assert coverage(_flat(per_rank), n).exactly_once
+    # 21 items per rank in batches of 4; iterable: 2 workers with 11 or 10 items, 3 batches each
+    assert run.result["batches"] == [[6, 6], [6, 6]]
     if mode == "map":
         assert epochs[0] != epochs[1]  # set_epoch reshuffled
 
