@@ -24,7 +24,7 @@ lab: setup
 # Everything: unit tests, nbval on notebooks/ and solutions/, lab checks, lint.
 test: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest
-	$(PY) -m ruff check loaderlab tests tools notebooks solutions
+	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
 
 unit: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest tests
@@ -48,7 +48,7 @@ soak: setup
 	$(PY) tools/soak.py $(N)
 
 lint: setup
-	$(PY) -m ruff check loaderlab tests tools notebooks solutions
+	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache

@@ -1,0 +1,33 @@
+"""Length bucketing: batches of similar lengths, reshuffled every epoch.
+
+Sort indices by length inside large random pools, cut batches, shuffle the batches.
+Pass it as `batch_sampler=` and call `set_epoch(epoch)` before each epoch. Notebook 05.
+"""
+
+import torch
+from torch.utils.data import Sampler
+
+
+class BucketBatchSampler(Sampler):
+    def __init__(self, lengths, batch_size, pool_size=2048, seed=0):
+        self.lengths, self.batch_size = list(lengths), batch_size
+        self.pool_size, self.seed, self.epoch = pool_size, seed, 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def _batches(self):
+        g = torch.Generator().manual_seed(self.seed + self.epoch)
+        order = torch.randperm(len(self.lengths), generator=g).tolist()
+        batches = []
+        for start in range(0, len(order), self.pool_size):
+            pool = sorted(order[start:start + self.pool_size], key=self.lengths.__getitem__)
+            batches += [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+    def __iter__(self):
+        return iter(self._batches())
+
+    def __len__(self):
+        pools = range(0, len(self.lengths), self.pool_size)
+        return sum(-(-min(self.pool_size, len(self.lengths) - s) // self.batch_size) for s in pools)

@@ -1,0 +1,160 @@
+"""Every cheat-sheet snippet is imported and exercised; the page matches the snippet files."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+from loaderlab.collate import padding_waste
+from loaderlab.data import make_metadata, make_token_sequences
+from loaderlab.distributed import free_port
+from loaderlab.loaders import same_batches
+from loaderlab.sampling import expected_class_fractions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def snippet(name: str):
+    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class RandomAugment(Dataset):
+    """Returns a draw from a generator the dataset owns (the pattern that repeats across workers)."""
+
+    def __init__(self, n: int = 16) -> None:
+        self.n, self.rng = n, np.random.default_rng(0)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> float:
+        return float(self.rng.random())
+
+
+class Slow(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> int:
+        time.sleep(3)
+        return i
+
+
+def test_cheatsheet_page_is_generated_from_the_snippets():
+    result = subprocess.run([sys.executable, "tools/make_cheatsheet.py", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_loader_configs_train_drops_the_tiny_batch_and_val_sees_everything(num_workers, no_leaked_workers):
+    data = TensorDataset(torch.arange(65.0))
+    train, val = snippet("loader_configs").make_loaders(data, data, batch_size=32, num_workers=num_workers)
+    assert [len(b[0]) for b in train] == [32, 32]
+    assert sorted(torch.cat([b[0] for b in val]).tolist()) == list(range(65))
+    del train, val
+
+
+def test_pad_collate_pads_to_the_batch_maximum_with_a_true_mask():
+    batch = [(torch.tensor([5, 6, 7]), 1), (torch.tensor([0]), 0)]
+    padded, mask, labels = snippet("pad_collate").pad_collate(batch)
+    assert padded.tolist() == [[5, 6, 7], [0, 0, 0]]
+    assert mask.tolist() == [[True, True, True], [True, False, False]]
+    assert labels.tolist() == [1, 0]
+
+
+def test_bucketing_covers_each_index_once_cuts_waste_and_reshuffles():
+    lengths = [len(t) for t, _ in make_token_sequences(n=4096, seed=1)]
+    sampler = snippet("bucketing").BucketBatchSampler(lengths, batch_size=32, pool_size=2048)
+    epochs = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        batches = list(sampler)
+        assert len(batches) == len(sampler)
+        assert sorted(i for b in batches for i in b) == list(range(4096))
+        assert max(len(b) for b in batches) <= 32
+        assert padding_waste(batches, lengths) < 0.10
+        epochs.append(batches)
+    assert epochs[0] != epochs[1]
+
+
+def test_worker_seeding_removes_repeats_across_workers_and_epochs(no_leaked_workers):
+    init = snippet("worker_seeding").worker_init_fn
+    seen = []
+    for fn in (None, init):
+        loader = DataLoader(RandomAugment(16), batch_size=4, num_workers=2, worker_init_fn=fn,
+                            generator=torch.Generator().manual_seed(0))
+        values = [v for _ in range(2) for batch in loader for v in batch.tolist()]
+        seen.append(len(values) - len(set(values)))
+    assert seen[0] >= 16, "without the fix, workers and epochs repeat"
+    assert seen[1] == 0
+
+
+def test_reproducible_loader_repeats_order_and_worker_randomness(no_leaked_workers):
+    make = snippet("reproducible_loader").reproducible_loader
+    init = snippet("worker_seeding").worker_init_fn
+    a = make(RandomAugment(12), seed=7, batch_size=3, worker_init_fn=init)
+    b = make(RandomAugment(12), seed=7, batch_size=3, worker_init_fn=init)
+    assert same_batches(a, b)
+    assert not same_batches(a, make(RandomAugment(12), seed=8, batch_size=3, worker_init_fn=init))
+
+
+def test_cow_safe_storage_returns_the_same_rows_from_one_buffer():
+    rows = make_metadata(n_rows=500, row_chars=40) + ["ünïcode row"]
+    packed = snippet("cow_safe_storage").PackedStrings(rows)
+    assert len(packed) == len(rows) and [packed[i] for i in range(len(rows))] == rows
+    assert packed.buffer.dtype == np.uint8 and packed.offsets.dtype != object
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
+def test_sharded_iterable_reads_every_item_once(num_workers, no_leaked_workers):
+    loader = DataLoader(snippet("sharded_iterable").ShardedRange(29), batch_size=4, num_workers=num_workers)
+    with warnings.catch_warnings():  # 3 workers exceed the suggested maximum on 2 cores
+        warnings.simplefilter("ignore", UserWarning)
+        items = [int(i) for batch in loader for i in batch]
+    assert sorted(items) == list(range(29))
+
+
+def test_balanced_weights_give_every_class_the_same_probability():
+    labels = [0] * 90 + [1] * 9 + [2]
+    sampler = snippet("balanced_weights").balanced_sampler(labels, generator=torch.Generator().manual_seed(0))
+    fractions = expected_class_fractions(sampler.weights.tolist(), labels)
+    assert np.allclose(list(fractions.values()) if isinstance(fractions, dict) else fractions, 1 / 3)
+    drawn = Counter(labels[i] for i in sampler)
+    assert set(drawn) == {0, 1, 2}
+
+
+def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
+    ddp = snippet("ddp_epochs")
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        data = TensorDataset(torch.arange(10))
+        orders = []
+        ddp.train_epochs(data, epochs=2, train_step=lambda b: orders.append(b[0].tolist()), batch_size=10)
+        assert orders[0] != orders[1] and sorted(orders[0]) == list(range(10))
+        accuracy = ddp.evaluate(data, count_correct=lambda b: int((b[0] % 2 == 0).sum()), batch_size=3)
+        assert accuracy == pytest.approx(0.5)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
+    loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1, timeout_s=1)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="timed out"):
+        next(iter(loader))
+    assert time.monotonic() - start < 8  # 1 s timeout + joining the sleeping worker

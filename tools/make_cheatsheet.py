@@ -1,0 +1,60 @@
+"""Generate docs/cheatsheet.md from the tested snippet files in docs/snippets/.
+
+Each snippet file's docstring gives the heading (first line) and the prose; the rest of the
+file is the code shown. `--check` exits 1 when docs/cheatsheet.md is out of date (a test runs
+it), so the page cannot drift from the code that tests/test_cheatsheet.py exercises.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS = ROOT / "docs" / "snippets"
+PAGE = ROOT / "docs" / "cheatsheet.md"
+ORDER = [
+    "loader_configs", "pad_collate", "bucketing", "worker_seeding", "reproducible_loader",
+    "cow_safe_storage", "sharded_iterable", "balanced_weights", "ddp_epochs",
+    "timeouts_and_debugging",
+]
+HEADER = """# Cheat sheet: copy-paste snippets
+
+Every snippet below is a real file in `docs/snippets/` that `tests/test_cheatsheet.py` imports
+and exercises; this page is generated from those files (`python tools/make_cheatsheet.py`), so
+it cannot drift from code that works. Each one names the notebook that measures why.
+"""
+
+
+def section(path: Path) -> str:
+    source = path.read_text()
+    module = ast.parse(source)
+    doc = ast.get_docstring(module) or path.stem
+    title, _, prose = doc.partition("\n")
+    body_start = module.body[1].lineno - 1 if len(module.body) > 1 else 0
+    code = "\n".join(source.splitlines()[body_start:]).strip()
+    return f"## {title.strip().rstrip('.')}\n\n{prose.strip()}\n\n```python\n{code}\n```\n"
+
+
+def render() -> str:
+    missing = sorted({p.stem for p in SNIPPETS.glob("*.py")} - set(ORDER))
+    if missing:
+        raise SystemExit(f"snippets not placed in ORDER: {missing}")
+    return HEADER + "".join("\n" + section(SNIPPETS / f"{name}.py") for name in ORDER)
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not PAGE.exists() or PAGE.read_text() != text:
+            print("docs/cheatsheet.md is out of date: run python tools/make_cheatsheet.py")
+            return 1
+        return 0
+    PAGE.write_text(text)
+    print(f"wrote docs/cheatsheet.md ({len(ORDER)} snippets)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
