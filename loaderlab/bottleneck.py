@@ -1,0 +1,220 @@
+"""Finding the input-pipeline bottleneck (notebook 14): data wait vs compute per step, the
+profiler's DataLoader events and trace file, slow samples and ``in_order=False``.
+
+The Dataset lives here so that ``spawn`` workers can unpickle it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from loaderlab.loaders import require_loader, require_positive
+from loaderlab.measure import Throughput
+
+STEP_EVENT = "train_step"
+
+
+def _require_seconds(value: Any, name: str, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0 seconds, got {value}")
+    return float(value)
+
+
+class SlowSamplesDataset(Dataset):
+    """Samples that take ``base_s`` to fetch, except those in ``slow_indices``, which take
+    ``slow_s`` (a cold file, a retried network read). Returns ``(FloatTensor[1] = index, index)``.
+
+    Delays are sleeps (the CPU stays free) chosen by index only, so every run sees the same
+    slow samples.
+    """
+
+    def __init__(
+        self, n: int = 64, base_s: float = 0.002, slow_s: float = 0.3, slow_indices: Sequence[int] = (0,)
+    ) -> None:
+        require_positive(n, "n")
+        self.base_s = _require_seconds(base_s, "base_s")
+        self.slow_s = _require_seconds(slow_s, "slow_s")
+        if isinstance(slow_indices, (str, bytes)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in slow_indices
+        ):
+            raise ValueError(f"slow_indices must be indices in 0..{n - 1}, got {slow_indices!r}")
+        self.n, self.slow_indices = n, frozenset(slow_indices)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def delay(self, index: int) -> float:
+        """Return the seconds that fetching ``index`` takes."""
+        return self.slow_s if index in self.slow_indices else self.base_s
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        if not 0 <= index < self.n:
+            raise IndexError(f"index {index} out of range for {self.n} samples")
+        seconds = self.delay(index)
+        if seconds:
+            time.sleep(seconds)
+        return torch.tensor([float(index)]), index
+
+
+def wait_split(run: Throughput, skip_first: bool = True) -> dict[str, float]:
+    """Return where one pass's wall time went: ``wait_s`` (inside ``next(loader)``),
+    ``other_s`` (everything else: the step, mostly) and ``wait_fraction`` (0 = never starved).
+
+    ``skip_first`` leaves out the first batch, whose wait is worker start-up (notebook 12)
+    rather than a steady-state bottleneck.
+    """
+    if not isinstance(run, Throughput):
+        raise TypeError(f"run must be a Throughput from loaderlab.throughput, got {type(run).__name__}")
+    if not isinstance(skip_first, bool):
+        raise TypeError(f"skip_first must be a bool, got {type(skip_first).__name__}")
+    if skip_first and run.batches < 2:
+        raise ValueError("run must have at least 2 batches when skip_first=True")
+    waits = run.waits_s[1:] if skip_first else run.waits_s
+    seconds = run.seconds - (run.first_batch_s if skip_first else 0.0)
+    wait = sum(waits)
+    return {"wait_s": wait, "other_s": seconds - wait, "wait_fraction": wait / seconds}
+
+
+def bound_by(run: Throughput, threshold: float = 0.2) -> str:
+    """Return ``"data"`` if, after the first batch, the main process waited for batches more
+    than ``threshold`` of the wall time (the input pipeline is the bottleneck), else
+    ``"compute"``."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise ValueError(f"threshold must be a fraction between 0 and 1, got {threshold!r}")
+    return "data" if wait_split(run)["wait_fraction"] > threshold else "compute"
+
+
+def dataloader_event_name(loader: DataLoader) -> str:
+    """Return the profiler event name torch records around each ``next()`` on ``loader``'s
+    iterator: ``enumerate(DataLoader)#<iterator class>.__next__``
+    (``torch/utils/data/dataloader.py``, ``_BaseDataLoaderIter.__init__``: ``_profile_name``)."""
+    require_loader(loader)
+    kind = "_MultiProcessingDataLoaderIter" if loader.num_workers > 0 else "_SingleProcessDataLoaderIter"
+    return f"enumerate(DataLoader)#{kind}.__next__"
+
+
+@dataclass
+class ProfileSummary:
+    """What ``profile_loader`` recorded: per-event counts and total durations (ms), and the
+    number of events in the exported trace file."""
+
+    batches: int
+    counts: dict[str, int]
+    total_ms: dict[str, float]
+    trace_events: int
+
+    def share(self, name: str) -> float:
+        """Return ``name``'s total duration as a share of (its total + the steps' total)."""
+        denominator = self.total_ms.get(name, 0.0) + self.total_ms.get(STEP_EVENT, 0.0)
+        return self.total_ms.get(name, 0.0) / denominator if denominator else 0.0
+
+
+def profile_loader(loader: DataLoader, step_s: float, trace_path: str | Path, max_batches: int = 8) -> ProfileSummary:
+    """Return a ProfileSummary of ``max_batches`` steps run under ``torch.profiler.profile``
+    (CPU), each step a ``record_function("train_step")`` sleeping ``step_s``; the trace is
+    exported with ``export_chrome_trace`` to ``trace_path`` (open it in Perfetto or
+    chrome://tracing). The profiler's own log lines (kineto writes start/stop lines with
+    timestamps and pids to file descriptor 2) go to ``trace_path`` with suffix ``.log``.
+    Workers are shut down before returning."""
+    require_loader(loader)
+    step_s = _require_seconds(step_s, "step_s")
+    require_positive(max_batches, "max_batches")
+    trace_path = Path(trace_path)
+    if not trace_path.parent.is_dir():
+        raise ValueError(f"trace_path must be in an existing directory, got {trace_path.name!r}")
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from loaderlab.failures import child_stderr_to
+
+    batches = 0
+    with child_stderr_to(trace_path.with_suffix(".log")), profile(activities=[ProfilerActivity.CPU]) as prof:
+        iterator = iter(loader)
+        try:
+            for _ in range(max_batches):
+                try:
+                    next(iterator)
+                except StopIteration:
+                    break
+                batches += 1
+                with record_function(STEP_EVENT):
+                    time.sleep(step_s)
+        finally:
+            shutdown = getattr(iterator, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
+            del iterator
+    counts: dict[str, int] = {}
+    total_ms: dict[str, float] = {}
+    for event in prof.key_averages():
+        counts[event.key] = int(event.count)
+        total_ms[event.key] = event.cpu_time_total / 1000.0
+    prof.export_chrome_trace(str(trace_path))
+    return ProfileSummary(batches, counts, total_ms, trace_event_count(trace_path))
+
+
+def trace_event_count(path: str | Path, name: str | None = None) -> int:
+    """Return how many events a Chrome-format trace file holds (only those called ``name``
+    if given)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path must be an existing trace file, got {path.name!r}")
+    data = json.loads(path.read_text())
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    return sum(1 for e in events if name is None or e.get("name") == name)
+
+
+def batch_order(batches: Sequence[Any]) -> list[int]:
+    """Return each batch's first sample index, in the order the batches arrived (batches are
+    ``(features, indices)`` as ``SlowSamplesDataset`` collates them)."""
+    return [int(indices[0]) for _features, indices in batches]
+
+
+def displaced(order: Sequence[int], reference: Sequence[int]) -> int:
+    """Return at how many positions ``order`` differs from ``reference`` (same length)."""
+    if len(order) != len(reference):
+        raise ValueError(f"order has {len(order)} entries, reference {len(reference)}")
+    return sum(a != b for a, b in zip(order, reference, strict=True))
+
+
+@dataclass
+class OrderRun:
+    """One pass of ``run_in_order``: batch order, first-batch time and epoch time."""
+
+    order: list[int]
+    first_batch_s: float
+    epoch_s: float
+
+
+def run_in_order(loader: DataLoader, step_s: float = 0.0) -> OrderRun:
+    """Return the batch order (first index of each batch), the seconds to the first batch and
+    the epoch's wall time for one pass over ``loader``, sleeping ``step_s`` per batch."""
+    require_loader(loader)
+    step_s = _require_seconds(step_s, "step_s")
+    start = time.perf_counter()
+    first = None
+    batches = []
+    iterator = iter(loader)
+    try:
+        for batch in iterator:
+            if first is None:
+                first = time.perf_counter() - start
+            batches.append(batch)
+            time.sleep(step_s)
+    finally:
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        del iterator
+    if first is None:
+        raise ValueError("loader yielded no batches")
+    return OrderRun(batch_order(batches), first, time.perf_counter() - start)
