@@ -39,10 +39,11 @@ from loaderlab.loaders import rebuild, require_loader, require_positive
 
 GIVE_UP_S = 3.0  # a real client waits for ever; this one raises TimeoutError after this
 LOADER_TIMEOUT_S = 5.0  # DataLoader(timeout=...) the check adds when the loader has none
-SPAWN_TIMEOUT_S = 20.0  # the same for spawned workers, whose start-up imports torch again
+SPAWN_TIMEOUT_S = 30.0  # the same for spawned workers, whose start-up imports torch again
+EPOCH_LIMIT_S = 40.0  # and the whole epoch may not take longer than this
 HOLD_LIMIT_S = 30.0  # the background holder releases the lock after this, whatever happens
 N_ITEMS, WORKERS = 16, 2
-HINT = "Hint: notebook 08, the inherited-lock hang and its fixes"
+HINT = "Hint: notebook 08, section 'A worker that waits forever', Fix 1 and Fix 2"
 
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
@@ -194,7 +195,8 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
     process holds the dataset client's lock, or the one-line error that ended it.
 
     Bounded: the workers are forked (unless the loader picks a start method) with a timeout
-    of at most ``LOADER_TIMEOUT_S`` s, and a worker gives up on the lock after ``GIVE_UP_S`` s.
+    of at most ``LOADER_TIMEOUT_S`` s per batch, a worker gives up on the lock after
+    ``GIVE_UP_S`` s, and the epoch stops with TimeoutError after ``EPOCH_LIMIT_S`` s.
     Every worker is shut down before this returns.
     """
     require_loader(loader)
@@ -212,6 +214,8 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
             iterator = iter(bounded)
             for batch in iterator:
                 rows.extend(torch.as_tensor(batch).reshape(-1, 3).tolist())
+                if time.perf_counter() - start > EPOCH_LIMIT_S:
+                    raise TimeoutError(f"the epoch did not finish within {EPOCH_LIMIT_S:g} s")
         except Exception as exc:  # the failure is the measurement
             error = one_line(exc)
             exc.__traceback__ = None

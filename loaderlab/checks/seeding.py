@@ -21,7 +21,8 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.loaders import require_positive
 
-HINT = "Hint: notebook 07, the worker_init_fn fix"
+HINT = "Hint: notebook 07, section 'Fixes with `worker_init_fn`'"
+HINT_RUNS = "Hint: notebook 07, section 'The same data in two separate runs: `generator=`'"
 N_ITEMS, BATCH_SIZE, NUM_WORKERS, EPOCHS = 16, 2, 2, 2
 
 
@@ -151,12 +152,13 @@ def _duplicates_wrong(run: SeedingRun, where: str) -> Wrong:
         return Wrong(
             f"dataset.rng was not reseeded, so both workers draw from identical copies of it: "
             f"{count} of {N_ITEMS * len(run.values)} values were duplicates {where}. "
-            f"Hint: in worker_init_fn, set get_worker_info().dataset.rng (notebook 07)"
+            f"Hint: in worker_init_fn, set get_worker_info().dataset.rng; notebook 07, section "
+            f"'Fixes with `worker_init_fn`'"
         )
     return Wrong(
         f"both workers got the same seed (a constant?): {count} of {N_ITEMS * len(run.values)} "
-        f"values were duplicates {where}. Hint: seed from get_worker_info().seed, which differs "
-        f"per worker and per epoch (notebook 07)"
+        f"values were duplicates {where}: seed from get_worker_info().seed, which differs per "
+        f"worker and per epoch. {HINT}"
     )
 
 
@@ -178,16 +180,15 @@ def check_worker_init_fn(candidate: Callable[[int], Any]) -> str:
         raise Wrong(
             f"the values repeat from one epoch to the next ({first.duplicates_across_epochs()} of "
             f"{N_ITEMS} values of epoch 2 already came in epoch 1): your seed does not change "
-            f"between epochs (the worker id only?). Hint: get_worker_info().seed changes every "
-            f"epoch (notebook 07)"
+            f"between epochs (the worker id only?), get_worker_info().seed does. {HINT}"
         )
     again = seeding_run(candidate, seed=0)
     if again.values != first.values:
         differ = sum(a != b for a, b in zip(first.values[0], again.values[0], strict=True))
         raise Wrong(
             f"two runs with the same generator seed gave different values ({differ} of {N_ITEMS} "
-            f"differ in epoch 1): your seed is not reproducible (time? os.urandom?). Hint: derive "
-            f"it from get_worker_info().seed, which the loader's generator decides (notebook 07)"
+            f"differ in epoch 1): your seed is not reproducible (time? os.urandom?); derive it from "
+            f"get_worker_info().seed, which the loader's generator decides. {HINT_RUNS}"
         )
     persistent = seeding_run(candidate, seed=0, persistent_workers=True)
     if persistent.duplicates_within_epochs():
