@@ -215,37 +215,72 @@ def consume(loader: DataLoader, max_batches: int | None = None) -> Outcome:
     Worker processes are shut down before this returns, even after an error (the exception's
     traceback would otherwise keep the iterator, and its workers, alive).
     """
-    require_loader(loader)
+    return consume_all([loader], max_batches)[0]
+
+
+def consume_all(loaders: list[DataLoader], max_batches: int | None = None) -> list[Outcome]:
+    """Return one Outcome per loader, like ``consume``, but start every loader's workers first
+    (``iter`` on each) and only then drain them in order, so that slow start-ups (``spawn``)
+    overlap instead of adding up.
+
+    Put a loader whose worker is expected to die first: torch's SIGCHLD handler raises the
+    death of *any* live iterator's worker in whichever ``next()`` is waiting at the time.
+    """
+    if not isinstance(loaders, (list, tuple)) or not loaders:
+        raise TypeError("loaders must be a non-empty list of DataLoaders")
+    for i, loader in enumerate(loaders):
+        require_loader(loader, f"loaders[{i}]")
     require_positive(max_batches, "max_batches", allow_none=True)
-    values: list[Any] = []
     start = time.perf_counter()
-    iterator = None
+    iterators: list[Any] = []
+    outcomes: list[Outcome | None] = []
+    for loader in loaders:  # start all workers
+        try:
+            iterators.append(iter(loader))
+            outcomes.append(None)
+        except Exception as exc:  # e.g. a worker argument that cannot be pickled
+            iterators.append(None)
+            outcomes.append(_failed([], start, exc))
     try:
-        iterator = iter(loader)
-        while max_batches is None or len(values) < max_batches:
+        for i, (loader, iterator) in enumerate(zip(loaders, iterators, strict=True)):
+            if iterator is None:
+                continue
+            values: list[Any] = []
             try:
-                values.append(next(iterator))
-            except StopIteration:
-                break
-    except Exception as exc:  # the error is the measurement
-        seconds = time.perf_counter() - start
-        cause = exc.__cause__
-        outcome = Outcome(
-            len(values), seconds, type(exc).__name__, readable(f"{type(exc).__name__}: {exc}"),
-            traceback_tail(exc),
-            readable(f"{type(cause).__name__}: {cause}".strip()) if cause is not None else None,
-            values,
-        )
-        exc.__traceback__ = None
-    else:
-        outcome = Outcome(len(values), time.perf_counter() - start, values=values)
+                while max_batches is None or len(values) < max_batches:
+                    try:
+                        values.append(next(iterator))
+                    except StopIteration:
+                        break
+            except Exception as exc:  # the error is the measurement
+                outcomes[i] = _failed(values, start, exc)
+            else:
+                outcomes[i] = Outcome(len(values), time.perf_counter() - start, values=values)
+            _shut_down(loader, iterator)
     finally:
-        if iterator is not None and not loader.persistent_workers:
-            shutdown = getattr(iterator, "_shutdown_workers", None)
-            if shutdown is not None:
-                shutdown()
-        del iterator
+        for loader, iterator in zip(loaders, iterators, strict=True):
+            _shut_down(loader, iterator)
+        iterators.clear()
+    return [o for o in outcomes if o is not None]
+
+
+def _failed(values: list[Any], start: float, exc: Exception) -> Outcome:
+    cause = exc.__cause__
+    outcome = Outcome(
+        len(values), time.perf_counter() - start, type(exc).__name__,
+        readable(f"{type(exc).__name__}: {exc}"), traceback_tail(exc),
+        readable(f"{type(cause).__name__}: {cause}".strip()) if cause is not None else None,
+        values,
+    )
+    exc.__traceback__ = None  # frames would keep the iterator, and its workers, alive
     return outcome
+
+
+def _shut_down(loader: DataLoader, iterator: Any) -> None:
+    if iterator is not None and not loader.persistent_workers:
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def traceback_tail(exc: BaseException) -> str | None:

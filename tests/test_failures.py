@@ -170,3 +170,15 @@ def test_persistent_workers_keep_stale_state_and_the_fixes_work(no_leaked_worker
 def test_interpreter_exits_cleanly_with_unexhausted_iterators():
     report = failures.interpreter_exit(timeout_s=15.0)
     assert report.workers_at_exit == 4 and report.clean and report.exit_s is not None
+
+
+def test_consume_all_reports_each_loader(no_leaked_workers):
+    from loaderlab.datasets import LatencyDataset
+
+    bad = DataLoader(CrashingDataset(n=16, fail_at=0, mode="kill"), batch_size=4, num_workers=1)
+    ok = DataLoader(LatencyDataset(n=16, latency_s=0.001), batch_size=4, num_workers=1)
+    dead, alive = failures.consume_all([bad, ok])
+    assert dead.batches == 0 and "exited unexpectedly" in dead.error
+    assert alive.ok and alive.batches == 4
+    with pytest.raises(TypeError, match="loaders"):
+        failures.consume_all([])
