@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks import memory
 from loaderlab.checks.memory import (
@@ -204,3 +204,14 @@ def test_caption_rows_are_deterministic_and_hard_to_store_wrongly():
         CaptionDataset(())
     with pytest.raises(TypeError, match="rows"):
         list_bytes([])
+
+
+def test_worker_growth_counts_only_the_workers_it_started():
+    other = DataLoader(range(8), batch_size=4, num_workers=1, persistent_workers=True)
+    assert list(other)  # its worker stays alive until shut down
+    try:
+        rows = caption_rows(20_000)
+        measured = worker_growth(Packed(rows), num_workers=2)
+        assert len(measured.growth_mb) == 2 and measured.items == rows
+    finally:
+        other._iterator._shutdown_workers()
