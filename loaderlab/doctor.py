@@ -296,6 +296,16 @@ class _Doctor:
     def add(self, severity: str, code: str, message: str, fix: str, **figures: Any) -> None:
         self.findings.append(Finding(severity, code, message, fix, figures))
 
+    def applies(self, probe: str) -> bool:
+        """Return False for a probe that has nothing to look at in this loader."""
+        if probe == "iterable":
+            return self.iterable
+        if probe == "random":
+            return not self.iterable
+        if probe == "persistent":
+            return self.loader.persistent_workers and self.loader.num_workers > 0 and not self.iterable
+        return True
+
     def _len(self) -> int | None:
         try:
             return len(self.dataset)  # type: ignore[arg-type]
@@ -612,10 +622,10 @@ class _Doctor:
             share = self.budget.left() / (len(counts) - i)
             if share < 0.5 and passes:
                 break
-            copy = rebuild(self.loader, num_workers=w, persistent_workers=False)
             with warnings.catch_warnings():
                 if w != user:  # torch warns about more workers than cores: the sweep asks for it
                     warnings.simplefilter("ignore", UserWarning)
+                copy = rebuild(self.loader, num_workers=w, persistent_workers=False)
                 self._timed(copy, w, share, passes, growth)
         self._speed_findings(passes, growth, user)
         self._fetch_costs()
@@ -848,6 +858,8 @@ def doctor(
         for name in steps:
             if budget.left() <= 0 and name != "pickling":
                 skipped[name] = "time budget spent"
+                continue
+            if not doc.applies(name):
                 continue
             if not doc.workers_ok and name in ("iterable", "random", "persistent", "speed"):
                 skipped[name] = "workers cannot start"

@@ -97,7 +97,7 @@ def broken_cow_table(rows: int = 150_000) -> DataLoader:
 
 def broken_too_few_workers() -> DataLoader:
     """Return a loader whose samples take 10 ms each (a remote read) in the main process (nb 03)."""
-    return DataLoader(LatencyDataset(n=256, latency_s=0.01), batch_size=8)
+    return DataLoader(LatencyDataset(n=128, latency_s=0.01), batch_size=8)
 
 
 BROKEN = {
@@ -152,7 +152,7 @@ def fixed_cow_table(rows: int = 150_000) -> DataLoader:
 
 def fixed_too_few_workers() -> DataLoader:
     """Return the 10 ms-per-sample loader with 4 workers."""
-    return DataLoader(LatencyDataset(n=256, latency_s=0.01), batch_size=8, num_workers=4)
+    return DataLoader(LatencyDataset(n=128, latency_s=0.01), batch_size=8, num_workers=4)
 
 
 def set_sampler_epoch(loader: DataLoader, epoch: int) -> None:
