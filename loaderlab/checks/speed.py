@@ -25,7 +25,8 @@ from loaderlab.datasets import LatencyDataset
 from loaderlab.loaders import batch_size_of, require_loader, same_batch
 from loaderlab.measure import throughput
 
-HINT = "Hint: notebook 03 on num_workers and prefetching, and notebook 04 section 4 on __getitems__."
+HINT = ("Hint: notebook 03, sections 2 'How many workers?' and 5 (persistent_workers), or "
+        "notebook 04, section 3 'Fetching a whole batch at once: `__getitems__`'.")
 N_SAMPLES = 324
 BATCH_SIZE = 8
 LATENCY_S = 0.04
