@@ -4,8 +4,34 @@ Each prints one line: ``✅`` and a short confirmation, ``❌`` and one sentence
 wrong plus a hint, or ``⏳ not attempted yet`` for an unfinished stub. A candidate that raises
 is reported as ``❌`` with the exception's one-line summary; a checker never prints a
 traceback. Checkers test behaviour (they run the candidate in real DataLoaders), not source.
+
+| lab | checker |
+|---|---|
+| 01 loop → DataLoader | ``check_loop_to_loader`` |
+| 03 fast loader | ``check_fast_loader`` |
+| 05 pad_collate, bucketing | ``check_pad_collate``, ``check_bucket_batches`` |
+| 06 copy-on-write fix | ``check_cow_fix`` |
+| 07 worker seeding | ``check_worker_init_fn`` |
+| 08 hang fix | ``check_hang_fix`` |
+| 09 balanced weights | ``check_balanced_weights`` |
+| 10 DDP epochs | ``check_ddp_epochs`` |
+| 11 sharded IterableDataset | ``check_sharded_iterable`` |
 """
 
+from loaderlab.checks.collate import check_bucket_batches, check_pad_collate  # noqa: I001
+from loaderlab.checks.distributed import check_ddp_epochs
+from loaderlab.checks.hangs import check_hang_fix
+from loaderlab.checks.loops import check_loop_to_loader
+from loaderlab.checks.memory import check_cow_fix
 from loaderlab.checks.report import Wrong, checker, one_line
+from loaderlab.checks.sampling import check_balanced_weights
+from loaderlab.checks.seeding import check_worker_init_fn
+from loaderlab.checks.speed import check_fast_loader
+from loaderlab.checks.streaming import check_sharded_iterable
 
-__all__ = ["Wrong", "checker", "one_line"]
+__all__ = [
+    "Wrong", "checker", "one_line",
+    "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
+    "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
+    "check_ddp_epochs", "check_sharded_iterable",
+]
