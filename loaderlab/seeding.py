@@ -120,6 +120,23 @@ class HeldGeneratorDraws(Dataset):
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.tensor([index, _worker_id(), draw(self.rng)], dtype=torch.float64)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # torch 2.13 cannot send a torch.Generator itself to a spawn/forkserver worker (its
+        # pickled state fails to rebuild there: "unable to resize file"), so its state travels
+        # as plain bytes; the worker still receives an exact copy of the generator.
+        state = dict(self.__dict__)
+        if isinstance(self.rng, torch.Generator):
+            state["rng"] = ("torch-state", bytes(self.rng.get_state().numpy()))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        rng = state["rng"]
+        if isinstance(rng, tuple) and rng[0] == "torch-state":
+            generator = torch.Generator()
+            generator.set_state(torch.frombuffer(bytearray(rng[1]), dtype=torch.uint8))
+            state["rng"] = generator
+        self.__dict__.update(state)
+
 
 def reseed_from_worker_info(worker_id: int) -> None:
     """A ``worker_init_fn``: returns None after replacing ``get_worker_info().dataset.rng`` by a

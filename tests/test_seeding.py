@@ -125,3 +125,20 @@ def test_records_in_fresh_processes_match_with_a_generator():
         records_in_fresh_processes({"sed": 1})
     with pytest.raises(ValueError, match="runs"):
         records_in_fresh_processes()
+
+
+@pytest.mark.parametrize("kind", GENERATOR_KINDS)
+def test_held_generator_pickles_to_an_exact_copy(kind):
+    import pickle
+
+    dataset = HeldGeneratorDraws(4, kind, seed=11)
+    copy = pickle.loads(pickle.dumps(dataset))
+    assert type(copy.rng) is type(dataset.rng)
+    assert [float(copy[i][2]) for i in range(3)] == [float(dataset[i][2]) for i in range(3)]
+
+
+def test_held_torch_generator_reaches_spawn_workers(no_leaked_workers):
+    loader = DataLoader(HeldGeneratorDraws(4, "torch"), batch_size=2, num_workers=2,
+                        multiprocessing_context="spawn")
+    draws = torch.cat(epoch_draws(loader, epochs=1))
+    assert count_duplicates(draws[:, 2]) == 2  # both workers drew the same two numbers
