@@ -529,48 +529,69 @@ class ExitReport:
         return self.returncode == 0 and self.workers_left == 0
 
 
-def interpreter_exit(timeout_s: float = 15.0, startup_s: float = 120.0) -> ExitReport:
-    """Return an ExitReport for a fresh Python that reaches the end of its script with a
-    2-worker iterator left unexhausted (``next(it)`` once) and a 2-worker persistent loader
-    left mid-epoch (``break``).
+class ExitProbe:
+    """A fresh Python, started at once, that takes one batch from a 2-worker loader (iterator
+    left unexhausted in a global), breaks out of a 2-worker persistent loader, and reaches the
+    end of its script. A background thread times its exit; ``report()`` returns the result.
 
     The child uses ``LOADERLAB_START_METHOD`` like a notebook. It gets ``startup_s`` to reach
     its last line, then ``timeout_s`` to exit; if it has not exited by then it is killed.
+    Workers that outlive it are counted, then killed. Its workers are not children of this
+    process, but the child itself is until it exits: call ``report()`` before counting workers.
     """
-    timeout_s = _require_seconds(timeout_s, "timeout_s")
-    startup_s = _require_seconds(startup_s, "startup_s")
-    child = subprocess.Popen(
-        [sys.executable, "-c", _EXIT_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + startup_s  # until its last line has run
-    while len(lines) < 2 and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        child.wait(timeout=timeout_s)  # the exit itself
-        ended, returncode = time.time(), child.returncode
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
-        ended, returncode = time.time(), None
-    reader.join(timeout=5.0)
-    lines = [line.strip() for line in lines if line.strip()]
-    pids = [int(p) for p in lines[0].split()] if len(lines) >= 2 else []
-    exit_s = ended - float(lines[1]) if len(lines) >= 2 and returncode is not None else None
-    deadline = time.monotonic() + 2.0
-    left = pids
-    while left and time.monotonic() < deadline:
-        left = [p for p in left if _alive(p)]
-        time.sleep(0.05)
-    for pid in left:  # clean up what the experiment leaked, so nothing outlives the notebook
+
+    def __init__(self, timeout_s: float = 15.0, startup_s: float = 120.0) -> None:
+        self.timeout_s = _require_seconds(timeout_s, "timeout_s")
+        self.startup_s = _require_seconds(startup_s, "startup_s")
+        self._result: ExitReport | None = None
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", _EXIT_SCRIPT], stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True,
+        )
+        self._thread = threading.Thread(target=self._watch, name="loaderlab-exit-probe", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        child = self._child
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + self.startup_s  # until its last line has run
+        while len(lines) < 2 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
         try:
-            psutil.Process(pid).kill()
-        except psutil.Error:
-            pass
-    return ExitReport(returncode, len(pids), exit_s, len(left))
+            child.wait(timeout=self.timeout_s)  # the exit itself
+            ended, returncode = time.time(), child.returncode
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            ended, returncode = time.time(), None
+        reader.join(timeout=5.0)
+        lines = [line.strip() for line in lines if line.strip()]
+        pids = [int(p) for p in lines[0].split()] if len(lines) >= 2 else []
+        exit_s = ended - float(lines[1]) if len(lines) >= 2 and returncode is not None else None
+        deadline = time.monotonic() + 2.0
+        left = pids
+        while left and time.monotonic() < deadline:
+            left = [p for p in left if _alive(p)]
+            time.sleep(0.05)
+        for pid in left:  # clean up what the experiment leaked, so nothing outlives the notebook
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        self._result = ExitReport(returncode, len(pids), exit_s, len(left))
+
+    def report(self) -> ExitReport:
+        """Return the ExitReport, waiting for the child to finish if it has not yet."""
+        self._thread.join()
+        assert self._result is not None
+        return self._result
+
+
+def interpreter_exit(timeout_s: float = 15.0, startup_s: float = 120.0) -> ExitReport:
+    """Return the ExitReport of an ``ExitProbe`` (start it and wait for the result)."""
+    return ExitProbe(timeout_s, startup_s).report()
 
 
 def _alive(pid: int) -> bool:
