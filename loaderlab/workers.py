@@ -88,13 +88,15 @@ class SpikyLatencyDataset(Dataset):
 
 @dataclass
 class PassTiming:
-    """What ``timed_pass`` measured over one pass: counts and where the wall time went."""
+    """What ``timed_pass`` measured over one pass: counts and where the wall time went
+    (``first_batch_s``: the wait for the first batch, worker start-up included)."""
 
     batches: int
     samples: int
     seconds: float
     load_s: float
     step_s: float
+    first_batch_s: float
 
     @property
     def wait_fraction(self) -> float:
@@ -115,7 +117,7 @@ def timed_pass(
     if not isinstance(batches, Iterable):
         raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
     step_fn = _as_step(step)
-    load_s = step_s = 0.0
+    load_s = step_s = first_batch_s = 0.0
     count = samples = 0
     start = time.perf_counter()
     iterator = iter(batches)
@@ -127,6 +129,8 @@ def timed_pass(
             break
         t1 = time.perf_counter()
         load_s += t1 - t0
+        if count == 0:
+            first_batch_s = t1 - t0
         count += 1
         samples += batch_size_of(batch)
         if step_fn is not None:
@@ -135,7 +139,7 @@ def timed_pass(
     del iterator
     if not count:
         raise ValueError("batches yielded nothing: nothing to time")
-    return PassTiming(count, samples, time.perf_counter() - start, load_s, step_s)
+    return PassTiming(count, samples, time.perf_counter() - start, load_s, step_s, first_batch_s)
 
 
 def overlap_fraction(timeline: Timeline) -> float:
@@ -179,18 +183,6 @@ def steady_throughput(
     finally:
         if loader.num_workers:
             close_workers(loader)
-
-
-def steady_samples_per_s(run: Throughput) -> float:
-    """Return the samples per second of ``run`` counted from the arrival of its first batch,
-    leaving out the start of the epoch (worker start-up or wake-up and the first batch, which
-    every epoch waits for however many workers there are)."""
-    if not isinstance(run, Throughput):
-        raise TypeError(f"run must be a Throughput from loaderlab.throughput, got {type(run).__name__}")
-    if run.batches < 2:
-        raise ValueError("run must have at least 2 batches to measure after the first one")
-    first_samples = run.samples / run.batches  # batches are equal-sized except maybe the last
-    return (run.samples - first_samples) / (run.seconds - run.first_batch_s)
 
 
 def sweep_workers(
