@@ -12,7 +12,9 @@ Command line: ``python -m loaderlab doctor my_module:make_loader``.
 from __future__ import annotations
 
 import io
+import math
 import multiprocessing
+import os
 import pickle
 import random
 import sys
@@ -43,6 +45,7 @@ from loaderlab.loaders import rebuild, require_positive
 from loaderlab.measure import WorkerMemorySampler, live_workers
 
 SEVERITIES = ("info", "warning", "error")
+_WORKER_WARNING = "This DataLoader will create"  # torch's warning: more workers than cores
 MB = 1024 * 1024
 
 # code -> (notebook, heading of the section that reproduces the pitfall or shows its fix)
@@ -70,13 +73,30 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "memory.worker_growth": ("06_copy_on_write_memory.ipynb", "## 2. Measure it: USS per worker, PSS in total"),
     "speed.more_workers": ("03_workers_prefetch_persistent_pin.ipynb", "## 2. How many workers? Two kinds of slow `__getitem__`"),
     "speed.workers_slower": ("04_custom_dataset_and_caching.ipynb", "## 4. Counter-case: in-memory data plus workers is slower"),
+    "speed.workers_over_cores": ("03_workers_prefetch_persistent_pin.ipynb", "## 3. torch's own warning, and what extra workers cost"),
     "speed.batched_fetch": ("04_custom_dataset_and_caching.ipynb", "## 3. Fetching a whole batch at once: `__getitems__`"),
     "speed.caching": ("04_custom_dataset_and_caching.ipynb", "## 2. Caching decoded tensors in memory"),
-    "speed.summary": ("03_workers_prefetch_persistent_pin.ipynb", "## 2. How many workers? Two kinds of slow `__getitem__`"),
-    "probe.skipped": ("00_start_here.ipynb", "## 2. The pipeline, one stage at a time"),
 }
 
-PROBES = ("pickling", "batches", "iterable", "random", "persistent", "distributed", "speed")
+PROBES = ("pickling", "iterable", "batches", "random", "persistent", "distributed", "speed")
+
+
+# code -> the probe that measures it (``doctor(..., probes=[probe_for(code)])`` runs only that one)
+_PROBE_OF = {
+    "pickle": "pickling", "batch": "batches", "iterable.duplicates": "iterable",
+    "iterable.partial_batches": "batches", "random": "random", "persistent": "persistent",
+    "distributed": "distributed", "memory": "speed", "speed": "speed",
+}
+
+
+def probe_for(code: str) -> str:
+    """Return the name of the probe (one of ``PROBES``) that can report finding ``code``."""
+    if code not in SECTIONS:
+        raise ValueError(f"code must be one of {sorted(SECTIONS)}, got {code!r}")
+    probe = _PROBE_OF.get(code) or _PROBE_OF.get(code.split(".")[0])
+    if probe is None:
+        raise ValueError(f"code {code!r} is not reported by one probe alone")
+    return probe
 
 
 def anchor(heading: str) -> str:
@@ -174,9 +194,6 @@ class _Budget:
 
     def left(self) -> float:
         return self.end - time.perf_counter()
-
-    def deadline(self, share_s: float) -> float:
-        return min(self.end, time.perf_counter() + share_s)
 
 
 class _RandomState:
@@ -292,6 +309,15 @@ class _Doctor:
         self.method = _start_method(loader)
         self.workers_ok = True  # False once pickling fails under spawn/forkserver
         self.stream_duplicates = False
+        self.startup_s = 0.0  # longest wait seen for a first item from new workers
+
+    def started(self, seconds: float) -> None:
+        """Note how long new workers took to deliver their first item (start-up included)."""
+        self.startup_s = max(self.startup_s, seconds)
+
+    def can_start_workers(self) -> bool:
+        """Return True if the budget left covers one more worker start-up as slow as the slowest seen."""
+        return self.budget.left() > self.startup_s
 
     def add(self, severity: str, code: str, message: str, fix: str, **figures: Any) -> None:
         self.findings.append(Finding(severity, code, message, fix, figures))
@@ -394,7 +420,9 @@ class _Doctor:
         if loader.batch_size is None or loader.drop_last or not self.workers_ok:
             return
         copy = rebuild(loader, persistent_workers=False)
-        result = timed_pass(copy, self.max_batches * 4, self.budget.deadline(max(1.0, self.budget.left() / 4)))
+        result = timed_pass(copy, self.max_batches * 4, max(1.0, self.budget.left() / 4))
+        if loader.num_workers and result.waits_s:
+            self.started(result.waits_s[0])
         if not result.finished:
             self.figures["batches"] = {"epoch_seen": False, "batches": result.batches}
             return
@@ -422,7 +450,9 @@ class _Doctor:
         per_worker = 16
         probe = _probe_loader(self.loader, ProbeIterable(self.dataset), None, num_workers=2, persistent_workers=False)
         seen: dict[int, list[str]] = {0: [], 1: []}
-        deadline = self.budget.deadline(max(1.0, self.budget.left() / 4))
+        share = max(1.0, self.budget.left() / 4)
+        deadline = math.inf  # counted from the first item: worker start-up is not the stream's fault
+        t0 = time.perf_counter()
         iterator = iter(probe)
         try:
             while min(len(v) for v in seen.values()) < per_worker and time.perf_counter() < deadline:
@@ -430,6 +460,9 @@ class _Doctor:
                     worker, fp = next(iterator)
                 except StopIteration:
                     break
+                if deadline == math.inf:
+                    self.started(time.perf_counter() - t0)
+                    deadline = time.perf_counter() + share
                 seen.setdefault(worker, []).append(fp)
         finally:
             shut_down(iterator)
@@ -471,12 +504,15 @@ class _Doctor:
         )
         epochs: list[dict[tuple[int, int], Any]] = []
         for epoch in range(2):
-            if epoch and self.budget.left() <= 0:
+            if epoch and not self.can_start_workers():
                 break
             got = {}
+            t0 = time.perf_counter()
             iterator = iter(probe)
             try:
                 for index, worker, sample, _ in iterator:
+                    if not got:
+                        self.started(time.perf_counter() - t0)
                     got[(index, worker)] = sample
             finally:
                 shut_down(iterator)
@@ -535,7 +571,9 @@ class _Doctor:
         indices = list(range(min(n, 2 * loader.num_workers)))
         probe = _probe_loader(loader, ProbeDataset(self.dataset, with_state=True), indices)
         try:
+            t0 = time.perf_counter()
             list(probe)  # epoch 1: the workers start with the dataset as it is now
+            self.started(time.perf_counter() - t0)
             before = state_of(self.dataset)
             if hook is not None:
                 hook(probe, 1)
@@ -610,6 +648,15 @@ class _Doctor:
     # -- speed and worker memory --------------------------------------------------------
     def speed(self) -> None:
         self.containers()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if self.loader.num_workers > cores:
+            self.add(
+                "info", "speed.workers_over_cores",
+                f"num_workers={self.loader.num_workers} on {cores} usable CPU cores: torch warns about it; extra "
+                "workers help only while samples wait (on disk, network), not while they compute.",
+                "Keep it if the sweep below shows a gain; otherwise use at most one worker per core.",
+                workers=self.loader.num_workers, cores=cores,
+            )
         if not self.workers_ok:
             return
         user = self.loader.num_workers
@@ -620,13 +667,12 @@ class _Doctor:
         growth: dict[int, float] = {}
         for i, w in enumerate(counts):
             share = self.budget.left() / (len(counts) - i)
-            if share < 0.5 and passes:
+            if passes and (share < 0.5 or (w > 0 and not self.can_start_workers())):
                 break
-            with warnings.catch_warnings():
-                if w != user:  # torch warns about more workers than cores: the sweep asks for it
-                    warnings.simplefilter("ignore", UserWarning)
-                copy = rebuild(self.loader, num_workers=w, persistent_workers=False)
-                self._timed(copy, w, share, passes, growth)
+            copy = rebuild(self.loader, num_workers=w, persistent_workers=False)
+            self._timed(copy, w, share, passes, growth)
+            if w and passes[w].waits_s:
+                self.started(passes[w].waits_s[0])
         self._speed_findings(passes, growth, user)
         self._fetch_costs()
 
@@ -639,11 +685,11 @@ class _Doctor:
         if sample_here:
             before = {p.pid for p in live_workers()}
             with WorkerMemorySampler(interval_s=0.1) as sampler:
-                passes[w] = timed_pass(copy, self.max_batches, self.budget.deadline(share), self.step_s)
+                passes[w] = timed_pass(copy, self.max_batches, share, self.step_s)
                 sampler.sample()
             growth.update(_growth_after_start(sampler, before))
         else:
-            passes[w] = timed_pass(copy, self.max_batches, self.budget.deadline(share), self.step_s)
+            passes[w] = timed_pass(copy, self.max_batches, share, self.step_s)
 
     def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int) -> None:
         rates = {w: p.steady_samples_per_s for w, p in passes.items()}
@@ -781,7 +827,9 @@ def _as_loader(loader_or_factory: Any) -> DataLoader:
             "loader_or_factory must be a DataLoader or a callable returning one, "
             f"got {type(loader_or_factory).__name__}"
         )
-    made = loader_or_factory()
+    with warnings.catch_warnings():  # reported as speed.workers_over_cores instead
+        warnings.filterwarnings("ignore", message=_WORKER_WARNING, category=UserWarning)
+        made = loader_or_factory()
     if not isinstance(made, DataLoader):
         raise TypeError(
             f"loader_or_factory() must return a torch.utils.data.DataLoader, got {type(made).__name__}"
@@ -854,28 +902,35 @@ def doctor(
     saved = _RandomState(loader)
     names = [p for p in PROBES if p in chosen]
     steps = progress_bar(names, desc="doctor", total=len(names)) if progress else names
-    try:
-        for name in steps:
-            if budget.left() <= 0 and name != "pickling":
-                skipped[name] = "time budget spent"
-                continue
-            if not doc.applies(name):
-                continue
-            if not doc.workers_ok and name in ("iterable", "random", "persistent", "speed"):
-                skipped[name] = "workers cannot start"
-                continue
-            try:
-                methods[name]()
-                ran.append(name)
-            except Exception as exc:  # noqa: BLE001 - the user's loader failing is a finding
-                doc.add(
-                    "error", "loader.raises", f"the {name} probe failed: {_one_line(exc)}",
-                    "Run one epoch with num_workers=0 to see the full traceback in the main process.",
-                    probe=name,
-                )
-                ran.append(name)
-    finally:
-        saved.restore()
+    # torch warns when a loader asks for more workers than cores; the sweep asks for it on
+    # purpose, and the user's own setting is reported as the finding speed.workers_over_cores
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_WORKER_WARNING, category=UserWarning)
+        try:
+            for name in steps:
+                if not doc.applies(name):
+                    continue
+                if budget.left() <= 0 and name != "pickling":
+                    skipped[name] = "time budget spent"
+                    continue
+                if name in ("iterable", "random", "persistent") and not doc.can_start_workers():
+                    skipped[name] = f"time budget too short for another worker start-up ({doc.startup_s:.1f} s)"
+                    continue
+                if not doc.workers_ok and name in ("iterable", "random", "persistent", "speed"):
+                    skipped[name] = "workers cannot start"
+                    continue
+                try:
+                    methods[name]()
+                    ran.append(name)
+                except Exception as exc:  # noqa: BLE001 - the user's loader failing is a finding
+                    doc.add(
+                        "error", "loader.raises", f"the {name} probe failed: {_one_line(exc)}",
+                        "Run one epoch with num_workers=0 to see the full traceback in the main process.",
+                        probe=name,
+                    )
+                    ran.append(name)
+        finally:
+            saved.restore()
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     findings = sorted(doc.findings, key=lambda f: (order[f.severity], f.code))
     return Report(findings, doc.figures, ran, skipped, time.perf_counter() - start, describe(loader))

@@ -161,12 +161,13 @@ def set_sampler_epoch(loader: DataLoader, epoch: int) -> None:
     loader.sampler.set_epoch(epoch)  # type: ignore[union-attr]
 
 
-FIXED = [
-    "fixed_last_batch_of_one",
-    "fixed_held_rng",
-    "fixed_sharded_stream",
-    "fixed_collate",
-    "fixed_stale_epoch",
-    "fixed_cow_table",
-    "fixed_too_few_workers",
-]
+# fixed factory -> the code of the pitfall it fixes (which the doctor must no longer report)
+FIXED = {
+    "fixed_last_batch_of_one": "batch.last_size_1",
+    "fixed_held_rng": "random.duplicate_across_workers",
+    "fixed_sharded_stream": "iterable.duplicates",
+    "fixed_collate": "pickle.fails",
+    "fixed_stale_epoch": "persistent.stale_state",
+    "fixed_cow_table": "memory.python_container",
+    "fixed_too_few_workers": "speed.more_workers",
+}

@@ -234,19 +234,21 @@ def shut_down(iterator: Any) -> None:
 
 
 def timed_pass(
-    loader: DataLoader, max_batches: int, deadline: float, step_s: float = 0.0
+    loader: DataLoader, max_batches: int, seconds: float, step_s: float = 0.0
 ) -> Pass:
     """Return the batch sizes and main-process waits of one pass over ``loader``, stopped after
-    ``max_batches`` batches or at ``deadline`` (a ``time.perf_counter()`` value).
+    ``max_batches`` batches or ``seconds`` after the first batch arrived (worker start-up is
+    not counted against the pass, so a slow ``spawn`` start still leaves time to measure).
 
-    Unlike ``loaderlab.measure.throughput`` it stops at a deadline; the workers are shut down
-    even when the pass is cut short.
+    Unlike ``loaderlab.measure.throughput`` it stops on time; the workers are shut down even
+    when the pass is cut short.
     """
     result = Pass(loader.num_workers)
     start = time.perf_counter()
+    deadline = float("inf")
     iterator = iter(loader)
     try:
-        while result.batches < max_batches and (result.batches == 0 or time.perf_counter() < deadline):
+        while result.batches < max_batches and time.perf_counter() < deadline:
             t0 = time.perf_counter()
             try:
                 batch = next(iterator)
@@ -255,6 +257,8 @@ def timed_pass(
                 break
             result.waits_s.append(time.perf_counter() - t0)
             result.sizes.append(batch_size_of(batch))
+            if result.batches == 1:
+                deadline = time.perf_counter() + seconds
             if step_s:
                 time.sleep(step_s)
     finally:

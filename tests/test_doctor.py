@@ -18,7 +18,16 @@ from torch.utils.data import DataLoader, default_collate
 from loaderlab import doctor_examples as ex
 from loaderlab.__main__ import main
 from loaderlab.datasets import LatencyDataset
-from loaderlab.doctor import PROBES, SECTIONS, Finding, Report, anchor, doctor, section_link
+from loaderlab.doctor import (
+    PROBES,
+    SECTIONS,
+    Finding,
+    Report,
+    anchor,
+    doctor,
+    probe_for,
+    section_link,
+)
 from loaderlab.doctor_probes import equal_positions, fingerprint, random_part, state_of
 from loaderlab.failures import CrashingDataset
 
@@ -43,11 +52,31 @@ def test_each_broken_course_loader_is_flagged_with_its_code(name, no_leaked_work
     assert finding.fix and finding.link.startswith("notebooks/") and finding.figures
 
 
-@pytest.mark.parametrize("name", ex.FIXED)
+@pytest.mark.parametrize("name", ["broken_held_rng", "broken_partial_batches", "broken_lambda_collate"])
+def test_the_probe_named_by_probe_for_alone_finds_the_code(name, no_leaked_workers):
+    code = ex.BROKEN[name]
+    report = run(getattr(ex, name), probes=[probe_for(code)])
+    assert code in report.codes() and report.probes_run == [probe_for(code)]
+
+
+def test_probe_for_rejects_unknown_codes():
+    with pytest.raises(ValueError, match="code"):
+        probe_for("nope")
+    with pytest.raises(ValueError, match="one probe"):
+        probe_for("loader.raises")
+
+
+@pytest.mark.parametrize("name", sorted(ex.FIXED))
 def test_fixed_course_loaders_raise_no_warning(name, no_leaked_workers):
     report = run(getattr(ex, name))
     assert report.at_least("warning") == [], str(report)
     assert "speed" in report.probes_run and not report.probes_skipped
+
+
+def test_more_workers_than_cores_is_a_note_and_torchs_warning_is_not_repeated(recwarn, no_leaked_workers):
+    report = run(ex.fixed_too_few_workers, probes=["speed"])
+    assert [(f.severity, f.code) for f in report.findings] == [("info", "speed.workers_over_cores")]
+    assert not [w for w in recwarn if "worker processes in total" in str(w.message)]
 
 
 def test_distributed_sampler_with_set_epoch_is_healthy(no_leaked_workers):
