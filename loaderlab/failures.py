@@ -342,10 +342,10 @@ class StackDumpOnSignal:
     def __call__(self, worker_id: int) -> None:
         path = Path(self.directory) / f"worker-{worker_id}.stack"
         handle = open(path, "w")  # noqa: SIM115 - must stay open for faulthandler
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
         _DUMP_FILES.append(handle)
         faulthandler.register(self.signum, file=handle, all_threads=True)
+        handle.write(f"{os.getpid()}\n")  # the pid appears only once the handler is in place
+        handle.flush()
 
 
 def request_stack_dumps(
@@ -353,7 +353,7 @@ def request_stack_dumps(
     n_workers: int,
     signum: int | None = None,
     settle_s: float = 0.3,
-    timeout_s: float = 10.0,
+    timeout_s: float = 60.0,
 ) -> dict[int, str]:
     """Return ``{worker_id: stack text}``: signal each worker set up by ``StackDumpOnSignal``
     and wait (up to ``timeout_s``) for its dump. Only pids read from the dump files are signalled.
