@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.loaders import require_loader, require_positive
-from loaderlab.measure import Throughput
+from loaderlab.measure import Timeline
 
 STEP_EVENT = "train_step"
 
@@ -66,32 +66,31 @@ class SlowSamplesDataset(Dataset):
         return torch.tensor([float(index)]), index
 
 
-def wait_split(run: Throughput, skip_first: bool = True) -> dict[str, float]:
-    """Return where one pass's wall time went: ``wait_s`` (inside ``next(loader)``),
-    ``other_s`` (everything else: the step, mostly) and ``wait_fraction`` (0 = never starved).
+def wait_split(timeline: Timeline) -> dict[str, float]:
+    """Return where the steady state of one traced pass went, from the second batch on:
+    ``wait_s`` (inside ``next(loader)``), ``other_s`` (the steps) and ``wait_fraction``
+    (0 = never starved).
 
-    ``skip_first`` leaves out the first batch, whose wait is worker start-up (notebook 12)
-    rather than a steady-state bottleneck.
+    The first batch (worker start-up, notebook 12) and the workers' shutdown after the last
+    step are left out: the window runs from the end of step 1 to the end of the last step.
     """
-    if not isinstance(run, Throughput):
-        raise TypeError(f"run must be a Throughput from loaderlab.throughput, got {type(run).__name__}")
-    if not isinstance(skip_first, bool):
-        raise TypeError(f"skip_first must be a bool, got {type(skip_first).__name__}")
-    if skip_first and run.batches < 2:
-        raise ValueError("run must have at least 2 batches when skip_first=True")
-    waits = run.waits_s[1:] if skip_first else run.waits_s
-    seconds = run.seconds - (run.first_batch_s if skip_first else 0.0)
-    wait = sum(waits)
-    return {"wait_s": wait, "other_s": seconds - wait, "wait_fraction": wait / seconds}
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"timeline must be a Timeline from loaderlab.trace_timeline, got {type(timeline).__name__}")
+    records = timeline.records
+    if len(records) < 2:
+        raise ValueError("timeline must hold at least 2 batches")
+    seconds = records[-1]["step_end"] - records[0]["step_end"]
+    wait = sum(r["wait"] for r in records[1:])
+    return {"wait_s": wait, "other_s": seconds - wait, "wait_fraction": wait / seconds if seconds else 0.0}
 
 
-def bound_by(run: Throughput, threshold: float = 0.2) -> str:
+def bound_by(timeline: Timeline, threshold: float = 0.2) -> str:
     """Return ``"data"`` if, after the first batch, the main process waited for batches more
     than ``threshold`` of the wall time (the input pipeline is the bottleneck), else
     ``"compute"``."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
         raise ValueError(f"threshold must be a fraction between 0 and 1, got {threshold!r}")
-    return "data" if wait_split(run)["wait_fraction"] > threshold else "compute"
+    return "data" if wait_split(timeline)["wait_fraction"] > threshold else "compute"
 
 
 def dataloader_event_name(loader: DataLoader) -> str:

@@ -50,6 +50,19 @@ class NoisyDataset(Dataset):
         """Return how many samples were fetched so far, in any process (workers included)."""
         return int(self.fetch_counts.sum())
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A torch.Generator sent to a spawn/forkserver worker fails to unpickle there on torch
+        # 2.13 ("unable to resize file <filename not specified>", rebuild_storage_fd): its
+        # state travels as plain bytes instead.
+        state = self.__dict__.copy()
+        state["generator"] = self.generator.get_state().numpy().tobytes()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        generator = torch.Generator()
+        generator.set_state(torch.frombuffer(bytearray(state["generator"]), dtype=torch.uint8))
+        self.__dict__.update({**state, "generator": generator})
+
     def __len__(self) -> int:
         return self.n
 

@@ -20,7 +20,7 @@ from loaderlab.bottleneck import (
     wait_split,
 )
 from loaderlab.data import workspace
-from loaderlab.measure import Throughput
+from loaderlab.measure import Timeline
 
 
 def test_slow_samples_dataset():
@@ -36,17 +36,29 @@ def test_slow_samples_dataset():
         dataset[8]
 
 
+def _timeline(waits, step):
+    records, t = [], 0.0
+    for i, wait in enumerate(waits):
+        requested, received = t, t + wait
+        t = received + step
+        records.append({"batch": i, "worker": 0, "pid": 1, "start": 0.0, "end": 0.0, "requested": requested,
+                        "received": received, "wait": wait, "step_end": t})
+    return Timeline(records, t + 5.0)  # + a slow shutdown, which must not count
+
+
 def test_wait_split_and_bound_by():
-    run = Throughput(batches=3, samples=12, seconds=1.0, first_batch_s=0.5, waits_s=[0.5, 0.2, 0.1])
-    split = wait_split(run)
-    assert split["wait_s"] == pytest.approx(0.3) and split["other_s"] == pytest.approx(0.2)
-    assert split["wait_fraction"] == pytest.approx(0.6)
-    assert wait_split(run, skip_first=False)["wait_fraction"] == pytest.approx(0.8)
-    assert bound_by(run) == "data" and bound_by(run, threshold=0.7) == "compute"
+    timeline = _timeline([2.0, 0.3, 0.3, 0.3], step=0.1)
+    split = wait_split(timeline)
+    assert split["wait_s"] == pytest.approx(0.9) and split["other_s"] == pytest.approx(0.3)
+    assert split["wait_fraction"] == pytest.approx(0.75)
+    assert bound_by(timeline) == "data" and bound_by(timeline, threshold=0.8) == "compute"
+    assert bound_by(_timeline([2.0, 0.0, 0.01], step=0.1)) == "compute"
     with pytest.raises(ValueError):
-        bound_by(run, threshold=1.5)
+        bound_by(timeline, threshold=1.5)
     with pytest.raises(TypeError):
         wait_split("run")
+    with pytest.raises(ValueError):
+        wait_split(_timeline([1.0], step=0.1))
 
 
 def test_event_name_matches_torch():

@@ -99,3 +99,13 @@ def test_interrupt_and_resume_validates():
 def test_report_properties():
     report = ResumeReport(total=3, before=1, after=1, matches=[True, True, False])
     assert not report.exact and report.mismatched == 1
+
+
+def test_pickling_keeps_the_generator_state():
+    import pickle
+
+    dataset = NoisyDataset(n=4)
+    dataset[0]
+    copy = pickle.loads(pickle.dumps(dataset))
+    assert torch.equal(copy.generator.get_state(), dataset.generator.get_state())
+    assert torch.equal(copy[1][0], dataset[1][0])
