@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import torch
+from torch.utils.data import DataLoader
 
-from loaderlab.loaders import require_positive
+from loaderlab.loaders import require_loader, require_positive
 
 
 def _labels(labels: torch.Tensor | Sequence[int], name: str = "labels") -> torch.Tensor:
@@ -125,3 +126,21 @@ def batch_class_fractions(
     drawn = _labels(drawn_labels, "drawn_labels")
     is_cls = (drawn == cls).double()
     return torch.stack([chunk.mean() for chunk in is_cls.split(batch_size)])
+
+
+def drawn_indices(loader: DataLoader, n_epochs: int = 1) -> torch.Tensor:
+    """Return the dataset indices a loader yields, one row per epoch: a LongTensor
+    ``[n_epochs, samples per epoch]``.
+
+    The loader's batches must carry the sample index first — ``(indices, ...)`` as from
+    ``TensorDataset(torch.arange(n), ...)``.
+    """
+    require_loader(loader)
+    require_positive(n_epochs, "n_epochs")
+    epochs = []
+    for _ in range(n_epochs):
+        batches = [batch[0] if isinstance(batch, (list, tuple)) else batch for batch in loader]
+        epochs.append(torch.cat([torch.as_tensor(b).reshape(-1) for b in batches]).long())
+    if len({len(e) for e in epochs}) != 1:
+        raise ValueError("epochs yielded different numbers of samples; cannot stack them")
+    return torch.stack(epochs)

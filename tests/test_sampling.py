@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
 
 from loaderlab.sampling import (
     batch_class_fractions,
     class_balanced_weights,
     class_counts,
     distinct_per_class,
+    drawn_indices,
     expected_class_fractions,
     expected_distinct,
     per_sample_weights,
@@ -107,3 +109,26 @@ def test_batch_class_fractions():
     assert batch_class_fractions(drawn, batch_size=4, cls=0).tolist() == pytest.approx([0.75, 0.5, 0.0])
     with pytest.raises(ValueError, match="batch_size"):
         batch_class_fractions(drawn, batch_size=0)
+
+
+def test_drawn_indices_rows_are_epochs():
+    dataset = TensorDataset(torch.arange(10), LABELS)
+    loader = DataLoader(dataset, batch_size=4)  # sequential: exact order known
+    drawn = drawn_indices(loader, n_epochs=2)
+    assert drawn.shape == (2, 10) and drawn.dtype == torch.long
+    assert drawn[0].tolist() == list(range(10)) == drawn[1].tolist()
+    with pytest.raises(TypeError, match="loader"):
+        drawn_indices([[torch.arange(3)]], n_epochs=1)
+    with pytest.raises(ValueError, match="n_epochs"):
+        drawn_indices(loader, n_epochs=0)
+
+
+def test_drawn_indices_of_a_weighted_sampler_follow_the_weights():
+    # all weight on samples 2 and 7: only they can be drawn (exact, whatever the seed)
+    weights = torch.zeros(10)
+    weights[[2, 7]] = 1.0
+    sampler = WeightedRandomSampler(weights, num_samples=50, replacement=True,
+                                    generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(TensorDataset(torch.arange(10), LABELS), batch_size=8, sampler=sampler)
+    drawn = drawn_indices(loader, n_epochs=3)
+    assert drawn.shape == (3, 50) and set(drawn.unique().tolist()) <= {2, 7}
