@@ -684,10 +684,17 @@ class _Doctor:
         sample_here = w >= 2 and not growth and (w != user or not others)
         if sample_here:
             before = {p.pid for p in live_workers()}
+            marks: list[int] = []
+
+            def read_memory(count: int) -> None:
+                if count == w:  # every worker has delivered a batch: start-up is behind them
+                    marks.append(len(sampler.records))
+                if count >= w and (count - w) % 8 == 0:
+                    sampler.sample()
+
             with WorkerMemorySampler(interval_s=0.1) as sampler:
-                passes[w] = timed_pass(copy, self.max_batches, share, self.step_s)
-                sampler.sample()
-            growth.update(_growth_after_start(sampler, before))
+                passes[w] = timed_pass(copy, self.max_batches, share, self.step_s, on_batch=read_memory)
+            growth.update(_growth_after_start(sampler, before, marks[0] if marks else None))
         else:
             passes[w] = timed_pass(copy, self.max_batches, share, self.step_s)
 
@@ -807,13 +814,18 @@ def _container_mb(value: Any) -> float | None:
     return mb if mb >= 4 else None
 
 
-def _growth_after_start(sampler: WorkerMemorySampler, before: set[int]) -> dict[int, float]:
-    """Return each new worker's USS growth (MB) from its second reading on (start-up excluded)."""
+def _growth_after_start(
+    sampler: WorkerMemorySampler, before: set[int], start: int | None
+) -> dict[int, float]:
+    """Return each new worker's USS growth (MB): its peak minus its first reading taken from
+    record ``start`` on (once every worker had delivered a batch); {} without 2 readings."""
+    if start is None:
+        return {}
     readings: dict[int, list[float]] = {}
-    for r in sampler.records:
+    for r in sampler.records[start:]:
         if r.role == "worker" and r.pid not in before:
             readings.setdefault(r.pid, []).append(r.uss_mb)
-    return {pid: max(v[1:]) - v[1] for pid, v in readings.items() if len(v) >= 3}
+    return {pid: max(v) - v[0] for pid, v in readings.items() if len(v) >= 2}
 
 
 # ------------------------------------------------------------------------------ entry

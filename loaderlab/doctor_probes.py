@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,14 +234,19 @@ def shut_down(iterator: Any) -> None:
 
 
 def timed_pass(
-    loader: DataLoader, max_batches: int, seconds: float, step_s: float = 0.0
+    loader: DataLoader,
+    max_batches: int,
+    seconds: float,
+    step_s: float = 0.0,
+    on_batch: Callable[[int], Any] | None = None,
 ) -> Pass:
     """Return the batch sizes and main-process waits of one pass over ``loader``, stopped after
     ``max_batches`` batches or ``seconds`` after the first batch arrived (worker start-up is
     not counted against the pass, so a slow ``spawn`` start still leaves time to measure).
 
     Unlike ``loaderlab.measure.throughput`` it stops on time; the workers are shut down even
-    when the pass is cut short.
+    when the pass is cut short. ``on_batch(n)`` is called after the n-th batch, outside the
+    timed wait (e.g. to read the workers' memory while they are alive).
     """
     result = Pass(loader.num_workers)
     start = time.perf_counter()
@@ -259,6 +264,8 @@ def timed_pass(
             result.sizes.append(batch_size_of(batch))
             if result.batches == 1:
                 deadline = time.perf_counter() + seconds
+            if on_batch is not None:
+                on_batch(result.batches)
             if step_s:
                 time.sleep(step_s)
     finally:

@@ -230,6 +230,24 @@ def test_report_text_holds_message_figure_fix_and_link():
     assert report.summary() == "warning batch.last_size_1" and report.worst == "warning"
 
 
+def test_worker_growth_counts_from_the_mark_after_start_up():
+    from loaderlab.doctor import _growth_after_start
+    from loaderlab.measure import MemoryRecord, WorkerMemorySampler
+
+    sampler = WorkerMemorySampler()
+    rows = [(0.0, 11, 300.0), (0.1, 11, 100.0), (0.2, 11, 140.0), (0.3, 11, 120.0), (0.2, 12, 50.0), (0.2, 99, 1.0)]
+    sampler.records = [MemoryRecord(t, pid, "worker", uss, uss, None) for t, pid, uss in rows]
+    # reading 0 is start-up; pid 12 has one reading only; pid 99 was alive before the pass
+    assert _growth_after_start(sampler, before={99}, start=1) == {11: 40.0}
+    assert _growth_after_start(sampler, before=set(), start=None) == {}
+
+
+def test_the_memory_figure_is_measured_during_a_pass(no_leaked_workers):
+    report = run(ex.broken_cow_table, probes=["speed"])
+    growth = report.figures["memory"]["worker_uss_growth_mb"]
+    assert len(growth) >= 2 and all(v >= 0 for v in growth.values())
+
+
 def test_fingerprints_compare_content_not_identity():
     a = {"x": torch.arange(4.0), "y": [1, "s"], "z": np.ones(3)}
     b = {"z": np.ones(3), "y": [1, "s"], "x": torch.arange(4.0)}
