@@ -168,13 +168,21 @@ def close_workers(loader: DataLoader) -> None:
 
 
 def steady_throughput(
-    loader: DataLoader, step: Callable[[Any], Any] | float | None = None, warmup_batches: int = 2
+    loader: DataLoader,
+    step: Callable[[Any], Any] | float | None = None,
+    warmup_batches: int | None = None,
 ) -> Throughput:
     """Return the throughput of a full pass over ``loader`` after a short warm-up pass, so
     that worker start-up is left out (the loader needs ``persistent_workers=True`` when it has
-    workers); persistent workers are shut down afterwards."""
+    workers); persistent workers are shut down afterwards.
+
+    The warm-up takes ``warmup_batches`` batches, by default ``max(2, num_workers)``: one from
+    every worker, so that each has started (under ``spawn`` a start takes seconds).
+    """
     require_loader(loader)
-    require_positive(warmup_batches, "warmup_batches")
+    require_positive(warmup_batches, "warmup_batches", allow_none=True)
+    if warmup_batches is None:
+        warmup_batches = max(2, loader.num_workers)
     if loader.num_workers and not loader.persistent_workers:
         raise ValueError("loader must have persistent_workers=True: a new epoch restarts workers")
     try:
