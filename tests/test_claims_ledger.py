@@ -1,0 +1,65 @@
+"""docs/claims.md: one row per claim C1–C21 with a verdict, a measured figure and a link to the
+notebook section that shows the evidence — and that section really mentions the claim."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = ROOT / "docs" / "claims.md"
+VERDICTS = ("holds with a nuance", "holds", "stale", "wrong")
+ROW = re.compile(r"^\|\s*(C\d+)\s*\|(.*)\|\s*$", re.M)
+LINK = re.compile(r"\]\(\.\./(notebooks/[^)#]+\.ipynb)#([^)]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub-style anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def sections(notebook: Path) -> dict[str, str]:
+    """Return {anchor: text of that section (its markdown and code, up to the next heading)}."""
+    result: dict[str, str] = {}
+    current = None
+    for cell in json.loads(notebook.read_text())["cells"]:
+        source = "".join(cell["source"])
+        for line in source.splitlines():
+            match = re.match(r"^#{1,6}\s+(.*)", line) if cell["cell_type"] == "markdown" else None
+            if match:
+                current = slug(match.group(1))
+                result.setdefault(current, "")
+            elif current is not None:
+                result[current] += line + "\n"
+    return result
+
+
+def rows() -> dict[str, str]:
+    return {cid: rest for cid, rest in ROW.findall(LEDGER.read_text())}
+
+
+def test_every_claim_has_exactly_one_row_with_a_verdict():
+    found = ROW.findall(LEDGER.read_text())
+    ids = [cid for cid, _ in found]
+    assert ids == [f"C{i}" for i in range(1, 22)], f"rows found: {ids}"
+    for cid, rest in found:
+        cells = [c.strip() for c in rest.split("|")]
+        assert len(cells) == 4, f"{cid}: expected claim | verdict | measured | evidence"
+        verdict = cells[1].strip("* ").lower()
+        assert verdict.startswith(VERDICTS), f"{cid}: verdict {cells[1]!r} not in {VERDICTS}"
+        assert re.search(r"\d", cells[2]), f"{cid}: the measured figure has no number"
+
+
+def test_each_evidence_link_points_to_a_notebook_section_that_mentions_the_claim():
+    for cid, rest in rows().items():
+        links = LINK.findall(rest)
+        assert links, f"{cid}: no link to a notebook section"
+        for notebook, anchor in links:
+            path = ROOT / notebook
+            assert path.exists(), f"{cid}: {notebook} does not exist"
+            found = sections(path)
+            assert anchor in found, f"{cid}: {notebook} has no section #{anchor} (has {sorted(found)[:8]}...)"
+            assert re.search(rf"\b{cid}\b", found[anchor]), f"{cid}: section #{anchor} of {notebook} never mentions {cid}"
