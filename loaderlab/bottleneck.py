@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from loaderlab.loaders import require_loader, require_positive
 from loaderlab.measure import Timeline
+from loaderlab.workers import close_workers
 
 STEP_EVENT = "train_step"
 
@@ -194,26 +195,65 @@ class OrderRun:
     epoch_s: float
 
 
-def run_in_order(loader: DataLoader, step_s: float = 0.0) -> OrderRun:
+class WarmupBatchSampler(Sampler):
+    """A batch sampler over ``range(n)`` in order (batches of ``batch_size``); while ``only``
+    is set it yields just those batches instead (a warm-up epoch). It runs in the main
+    process, so changing ``only`` between epochs reaches persistent workers too."""
+
+    def __init__(self, n: int, batch_size: int) -> None:
+        self.n, self.batch_size = require_positive(n, "n"), require_positive(batch_size, "batch_size")
+        self.only: list[list[int]] | None = None
+
+    def __iter__(self) -> Iterator[list[int]]:
+        if self.only is not None:
+            yield from (list(batch) for batch in self.only)
+            return
+        for start in range(0, self.n, self.batch_size):
+            yield list(range(start, min(start + self.batch_size, self.n)))
+
+    def __len__(self) -> int:
+        return len(self.only) if self.only is not None else -(-self.n // self.batch_size)
+
+
+def run_in_order(
+    dataset: Dataset, in_order: bool = True, step_s: float = 0.0, batch_size: int = 4, num_workers: int = 2
+) -> OrderRun:
     """Return the batch order (first index of each batch), the seconds to the first batch and
-    the epoch's wall time for one pass over ``loader``, sleeping ``step_s`` per batch."""
-    require_loader(loader)
+    the epoch's wall time for one sequential pass over ``dataset`` (``in_order`` as given),
+    sleeping ``step_s`` per batch.
+
+    With workers, the measured epoch is the second one of a ``persistent_workers`` loader: a
+    warm-up epoch first gives each worker one batch of the last ``num_workers * batch_size``
+    samples, so that worker start-up (seconds under ``spawn``) is not part of the figures.
+    """
+    if not isinstance(in_order, bool):
+        raise TypeError(f"in_order must be a bool, got {type(in_order).__name__}")
     step_s = _require_seconds(step_s, "step_s")
-    start = time.perf_counter()
-    first = None
-    batches = []
-    iterator = iter(loader)
+    require_positive(batch_size, "batch_size")
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+        raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")
+    n = len(dataset)  # type: ignore[arg-type]
+    sampler = WarmupBatchSampler(n, batch_size)
+    loader = DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers, in_order=in_order,
+                        persistent_workers=num_workers > 0)
     try:
-        for batch in iterator:
+        if num_workers:
+            last = range(max(0, n - num_workers * batch_size), n)
+            sampler.only = [list(last[i:i + batch_size]) for i in range(0, len(last), batch_size)]
+            for _ in loader:
+                pass
+            sampler.only = None
+        start = time.perf_counter()
+        first = None
+        batches = []
+        for batch in loader:
             if first is None:
                 first = time.perf_counter() - start
             batches.append(batch)
             time.sleep(step_s)
+        epoch_s = time.perf_counter() - start
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
-        del iterator
+        close_workers(loader)
     if first is None:
-        raise ValueError("loader yielded no batches")
-    return OrderRun(batch_order(batches), first, time.perf_counter() - start)
+        raise ValueError("dataset yielded no batches")
+    return OrderRun(batch_order(batches), first, epoch_s)

@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader
 from loaderlab.bottleneck import (
     STEP_EVENT,
     SlowSamplesDataset,
+    WarmupBatchSampler,
     batch_order,
     bound_by,
     dataloader_event_name,
@@ -97,5 +98,20 @@ def test_order_helpers():
 
 
 def test_run_in_order_without_workers():
-    run = run_in_order(DataLoader(SlowSamplesDataset(n=8, base_s=0.0, slow_s=0.0), batch_size=2))
+    run = run_in_order(SlowSamplesDataset(n=8, base_s=0.0, slow_s=0.0), num_workers=0, batch_size=2)
     assert run.order == [0, 2, 4, 6] and 0 < run.first_batch_s <= run.epoch_s
+    with pytest.raises(TypeError):
+        run_in_order(SlowSamplesDataset(n=8), in_order=1)
+
+
+def test_run_in_order_warms_up_and_leaves_no_workers(no_leaked_workers):
+    dataset = SlowSamplesDataset(n=16, base_s=0.0, slow_s=0.0)
+    assert run_in_order(dataset, in_order=True, num_workers=2).order == [0, 4, 8, 12]
+    assert sorted(run_in_order(dataset, in_order=False, num_workers=2).order) == [0, 4, 8, 12]
+
+
+def test_warmup_batch_sampler():
+    sampler = WarmupBatchSampler(10, 4)
+    assert list(sampler) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] and len(sampler) == 3
+    sampler.only = [[9]]
+    assert list(sampler) == [[9]] and len(sampler) == 1
