@@ -286,7 +286,7 @@ def epoch_memory(
     gate until the sampler has read it once, so that reading precedes any fetch (then runs a
     full garbage collection if ``collect``, see ``WorkerStart``); the main process waits
     ``step_s`` per batch (a training step) and takes a last reading after the final batch,
-    while the workers are still alive.
+    while the workers are still alive. A full garbage collection runs in this process first.
     """
     require_positive(num_workers, "num_workers")
     require_positive(batch_size, "batch_size")
@@ -298,6 +298,9 @@ def epoch_memory(
         generator=torch.Generator().manual_seed(seed), worker_init_fn=WorkerStart(gate, collect),
         multiprocessing_context=context,
     )
+    # Collect here first: a worker inherits the collector's counters, and a full collection
+    # that was nearly due would otherwise run in the worker before its first reading.
+    gc.collect()
     start = time.perf_counter()
     with WorkerMemorySampler() as sampler:
         iterator = iter(loader)  # starts the workers, which wait at the gate
