@@ -2,11 +2,14 @@
 
 Modules: ``env`` (setup, start method, progress), ``data`` (synthetic data makers),
 ``datasets`` (Dataset classes that workers can unpickle), ``loaders`` (inspect and rebuild
-loaders), ``measure`` (instruments), ``plots``.
+loaders), ``measure`` (instruments), ``plots``, ``checks`` (lab checkers), ``doctor`` (probe a
+loader for the course's pitfalls: ``loaderlab.doctor(loader)`` or
+``python -m loaderlab doctor module:make_loader``), and one module per notebook topic.
 """
 
 __version__ = "0.1.0"
 
+from loaderlab.doctor import doctor  # noqa: E402  (the function; the module stays importable)
 from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
 from loaderlab.measure import (  # noqa: E402
     Throughput,
@@ -33,4 +36,5 @@ __all__ = [
     "live_workers",
     "wait_for_workers_to_exit",
     "simulated_step",
+    "doctor",
 ]
