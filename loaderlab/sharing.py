@@ -272,16 +272,18 @@ class ShmRun:
 
 
 def shm_experiment(configs: Sequence[dict[str, Any]], n: int = 192, dim: int = 2**17,
-                   keep: int = 1) -> dict[str, Any]:
+                   keep: int = 1, timeout_s: float = 15.0) -> dict[str, Any]:
     """Return ``{"shm_mb": size of /dev/shm, "runs": [ShmRun as dict, ...]}``: one pass per
     config (keys ``label``, ``strategy``, ``batch_size``, ``prefetch_factor``) over ``n``
     float32 samples of ``dim`` values, with 2 workers, keeping the last ``keep`` batches.
-    Run it in a child with a private small ``/dev/shm`` (``run_child(..., shm_mb=64)``)."""
-    from loaderlab.env import apply_start_method
-
+    Each loader gives up after ``timeout_s`` seconds without a batch: when ``/dev/shm`` is
+    full, a worker can also fail *while sending* a batch (in its queue's feeder thread, which
+    only prints the error), and that batch never arrives.
+    Run it in a child with a private small ``/dev/shm`` (``run_child(..., shm_mb=64)``); its
+    workers use the platform's default start method (``LOADERLAB_START_METHOD`` is ignored:
+    a private ``/dev/shm`` exists on Linux only)."""
     require_positive(n, "n")
     require_positive(dim, "dim")
-    apply_start_method()
     dataset = SpikyLatencyDataset(n=n, base_s=0.0, spike_s=0.0, dim=dim)
     runs = []
     baseline = shared_memory_used_mb() or 0.0
@@ -292,7 +294,7 @@ def shm_experiment(configs: Sequence[dict[str, Any]], n: int = 192, dim: int = 2
         init = use_file_system_strategy if strategy == "file_system" else None
         loader = DataLoader(dataset, batch_size=config["batch_size"], num_workers=2,
                             prefetch_factor=config["prefetch_factor"], worker_init_fn=init,
-                            timeout=60)
+                            timeout=timeout_s)
         with SharedMemoryWatcher(interval_s=0.002) as watcher:
             report = hold_batches(loader, keep=keep)
         batch_mb = config["batch_size"] * (dim * 4 + 8) / 2**20

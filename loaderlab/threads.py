@@ -144,7 +144,8 @@ class LoadTiming:
 def time_loading(batches: Iterable[Any]) -> LoadTiming:
     """Return a LoadTiming of one full pass over ``batches`` (any iterable: a DataLoader or a
     ``torchdata.nodes.Loader``); the clock starts before ``iter()``, so start-up counts in
-    ``first_batch_s``. DataLoader workers are shut down before returning."""
+    ``first_batch_s``. DataLoader workers are shut down before returning, unless they are
+    persistent (``loaderlab.workers.close_workers`` stops those)."""
     if not isinstance(batches, Iterable):
         raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
     start = time.perf_counter()
@@ -159,7 +160,7 @@ def time_loading(batches: Iterable[Any]) -> LoadTiming:
             samples += batch_size_of(batch)
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
+        if shutdown is not None and not getattr(batches, "persistent_workers", False):
             shutdown()
         del iterator
     if first is None:
@@ -178,31 +179,51 @@ class MethodRun:
 
 
 def _cpu_seconds() -> float:
-    times = psutil.Process().cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
+    me = psutil.Process()
+    times = me.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):  # live workers (persistent ones are not reaped)
+        try:
+            child_times = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += child_times.user + child_times.system
+    return total
 
 
-def compare_methods(dataset: Dataset, batch_size: int, num_workers: int) -> dict[str, MethodRun]:
-    """Return ``{"main process", "threads", "processes"}`` → MethodRun for one pass over
-    ``dataset`` each: a DataLoader without workers, ``parallel_loader`` with ``num_workers``
-    threads, and a DataLoader with ``num_workers`` worker processes (same batches, same order).
+def compare_methods(dataset: Dataset, batch_size: int, num_workers: int,
+                    repeats: int = 1) -> list[dict[str, MethodRun]]:
+    """Return, for each of ``repeats`` rounds, ``{"main process", "threads", "processes"}`` →
+    MethodRun of one pass over ``dataset`` each: a DataLoader without workers,
+    ``parallel_loader`` with ``num_workers`` threads, and a DataLoader with ``num_workers``
+    worker processes (same batches, same order). The three passes of a round run back to
+    back; the worker processes persist across rounds (started once, shut down at the end).
     """
     from torch.utils.data import DataLoader
 
+    from loaderlab.workers import close_workers
+
     require_positive(batch_size, "batch_size")
     require_positive(num_workers, "num_workers")
-    builders = {
-        "main process": lambda: DataLoader(dataset, batch_size=batch_size),
-        "threads": lambda: parallel_loader(dataset, batch_size, num_workers, method="thread"),
-        "processes": lambda: DataLoader(dataset, batch_size=batch_size, num_workers=num_workers),
+    require_positive(repeats, "repeats")
+    loaders = {
+        "main process": DataLoader(dataset, batch_size=batch_size),
+        "threads": parallel_loader(dataset, batch_size, num_workers, method="thread"),
+        "processes": DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
+                                persistent_workers=True),
     }
-    runs = {}
-    for name, build in builders.items():
-        loader = build()
-        cpu = _cpu_seconds()
-        timing = time_loading(loader)
-        runs[name] = MethodRun(name, timing, (_cpu_seconds() - cpu) / timing.seconds)
-    return runs
+    rounds = []
+    try:
+        for _ in range(repeats):
+            runs = {}
+            for name, loader in loaders.items():
+                cpu = _cpu_seconds()
+                timing = time_loading(loader)
+                runs[name] = MethodRun(name, timing, (_cpu_seconds() - cpu) / timing.seconds)
+            rounds.append(runs)
+    finally:
+        close_workers(loaders["processes"])
+    return rounds
 
 
 def speedups(runs: Sequence[dict[str, MethodRun]]) -> dict[str, float]:
