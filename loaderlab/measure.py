@@ -113,7 +113,7 @@ def throughput(
     """Return samples/s and batches/s of one pass over ``loader`` (at most ``max_batches``).
 
     The clock starts before ``iter(loader)``, so worker start-up counts (it is part of every
-    epoch unless workers persist). ``step`` is called on each batch (a callable, or seconds
+    epoch unless workers persist), and stops at the last batch, before workers shut down. ``step`` is called on each batch (a callable, or seconds
     for ``simulated_step``); the time spent inside ``next()`` is recorded per batch.
     """
     require_loader(loader)
@@ -122,6 +122,7 @@ def throughput(
     waits: list[float] = []
     samples = 0
     start = time.perf_counter()
+    end = start
     iterator = iter(loader)
     try:
         while max_batches is None or len(waits) < max_batches:
@@ -134,13 +135,14 @@ def throughput(
             samples += batch_size_of(batch)
             if step_fn is not None:
                 step_fn(batch)
+        end = time.perf_counter()  # the pass ends here; shutting workers down is not part of it
     finally:
         if not loader.persistent_workers:
             shutdown = getattr(iterator, "_shutdown_workers", None)
             if shutdown is not None:
                 shutdown()
         del iterator
-    seconds = time.perf_counter() - start
+    seconds = end - start
     if not waits:
         raise ValueError("loader yielded no batches: nothing to measure")
     first = waits[0]
@@ -401,6 +403,7 @@ def trace_timeline(
                     "step_end": time.perf_counter() - origin,
                 }
             )
+        epoch_s = time.perf_counter() - origin  # worker shutdown below is not part of the pass
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:
@@ -408,5 +411,5 @@ def trace_timeline(
         del iterator
     if not records:
         raise ValueError("loader yielded no batches: nothing to trace")
-    return Timeline(records, time.perf_counter() - origin)
+    return Timeline(records, epoch_s)
 
