@@ -21,9 +21,12 @@ _HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 _TABLE: list[tuple[str, float, float, int]] = []
 
 
-def _is_helper(proc: psutil.Process) -> bool:
+def _is_helper(proc: psutil.Process, parent_pid: int) -> bool:
+    # multiprocessing's resource tracker and forkserver live as long as the kernel; they are
+    # its direct children. Workers started by a forkserver share its command line but are the
+    # forkserver's children, so they still count as leftovers.
     try:
-        return any(h in " ".join(proc.cmdline()) for h in _HELPERS)
+        return proc.ppid() == parent_pid and any(h in " ".join(proc.cmdline()) for h in _HELPERS)
     except psutil.Error:
         return True
 
@@ -69,7 +72,7 @@ class _Monitor:
         while True:
             try:
                 alive = [p for p in self.root.children(recursive=True)
-                         if p.status() != psutil.STATUS_ZOMBIE and not _is_helper(p)]
+                         if p.status() != psutil.STATUS_ZOMBIE and not _is_helper(p, self.root.pid)]
             except psutil.Error:
                 alive = []
             if not alive or time.monotonic() > deadline:

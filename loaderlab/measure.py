@@ -38,25 +38,29 @@ def _as_step(step: Callable[[Any], Any] | float | None) -> Callable[[Any], Any] 
     return lambda _batch: time.sleep(seconds)
 
 
-def _is_helper(proc: psutil.Process) -> bool:
+def _is_helper(proc: psutil.Process, parent_pid: int) -> bool:
+    # The resource tracker and the forkserver are direct children of the process that uses
+    # them. Forkserver *workers* carry the forkserver's command line too, but are its children.
     try:
         cmdline = " ".join(proc.cmdline())
+        return proc.ppid() == parent_pid and any(marker in cmdline for marker in _HELPER_MARKERS)
     except (psutil.Error, OSError):
         return False
-    return any(marker in cmdline for marker in _HELPER_MARKERS)
 
 
 def live_workers() -> list[psutil.Process]:
     """Return the worker processes alive under this process (multiprocessing's resource
-    tracker and forkserver, which serve every worker, are not counted)."""
+    tracker and forkserver, which serve every worker, are not counted; the workers that a
+    forkserver starts are)."""
+    me = os.getpid()
     try:
-        children = psutil.Process().children(recursive=True)
+        children = psutil.Process(me).children(recursive=True)
     except psutil.Error:
         return []
     alive = []
     for child in children:
         try:
-            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE and not _is_helper(child):
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE and not _is_helper(child, me):
                 alive.append(child)
         except psutil.Error:
             continue

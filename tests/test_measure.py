@@ -173,3 +173,13 @@ def test_live_workers_counts_workers_and_sees_them_exit():
 def test_instruments_reject_nonsense_with_a_message_naming_the_argument(call, error, word):
     with pytest.raises(error, match=word):
         call()
+
+
+def test_live_workers_sees_forkserver_workers_but_not_the_forkserver():
+    loader = DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2,
+                        multiprocessing_context="forkserver")
+    it = iter(loader)
+    next(it)
+    assert len(live_workers()) == 2
+    del it
+    assert loaderlab.wait_for_workers_to_exit(10.0) == 0
