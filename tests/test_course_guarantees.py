@@ -53,6 +53,7 @@ def _executor():
     return module
 
 
+@pytest.mark.spawn
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_runs_under_the_spawn_start_method(path, monkeypatch):
     monkeypatch.setenv("LOADERLAB_START_METHOD", "spawn")
