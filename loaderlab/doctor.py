@@ -29,6 +29,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 
+from loaderlab.checks.report import one_line
 from loaderlab.doctor_probes import (
     Pass,
     ProbeDataset,
@@ -262,15 +263,6 @@ class _Counter(io.RawIOBase):
         return size
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    if "Original Traceback" in text:
-        lines = [line for line in text.splitlines() if line.strip()]
-        return lines[-1].strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
 def _probe_loader(loader: DataLoader, dataset: Dataset, indices: Sequence[int] | None, **overrides: Any) -> DataLoader:
     """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
     kwargs: dict[str, Any] = dict(dataset=dataset, batch_size=None, batch_sampler=None, collate_fn=identity)
@@ -355,7 +347,7 @@ class _Doctor:
                 finder.dump(obj)
                 sizes[name] = sink.n
             except Exception as exc:  # noqa: BLE001 - any pickling error is the finding
-                failed[name] = _one_line(exc)
+                failed[name] = one_line(exc)
             in_main |= finder.in_main
         self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3), "failed": sorted(failed)}
         uses_workers = self.loader.num_workers > 0
@@ -936,7 +928,7 @@ def doctor(
                     ran.append(name)
                 except Exception as exc:  # noqa: BLE001 - the user's loader failing is a finding
                     doc.add(
-                        "error", "loader.raises", f"the {name} probe failed: {_one_line(exc)}",
+                        "error", "loader.raises", f"the {name} probe failed: {one_line(exc)}",
                         "Run one epoch with num_workers=0 to see the full traceback in the main process.",
                         probe=name,
                     )

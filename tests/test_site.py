@@ -23,8 +23,8 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
-def test_every_notebook_and_solution_has_a_page_with_its_plots(site):
-    for folder in ("notebooks", "solutions"):
+def test_every_notebook_lab_and_solution_has_a_page_with_its_plots(site):
+    for folder in ("notebooks", "labs", "solutions"):
         for nb in sorted((ROOT / folder).glob("*.ipynb")):
             page = site / folder / f"{nb.stem}.html"
             assert page.exists(), f"no page for {folder}/{nb.name}"

@@ -33,7 +33,7 @@ def stage() -> list:
     STAGE.mkdir(parents=True)
     shutil.copy(ROOT / "README.md", STAGE / "index.md")
     nav: list = [{"Course map": "index.md"}]
-    for folder, label in (("notebooks", "Notebooks"), ("solutions", "Lab solutions")):
+    for folder, label in (("notebooks", "Notebooks"), ("labs", "Labs"), ("solutions", "Lab solutions")):
         (STAGE / folder).mkdir()
         pages = []
         for nb in sorted((ROOT / folder).glob("*.ipynb")):
