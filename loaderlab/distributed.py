@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -241,7 +242,9 @@ def run_torchrun(
         output, _ = proc.communicate()
         output += f"\n{LINE_PREFIX} killed after the {timeout_s} s timeout"
     wall_s = time.perf_counter() - start
-    lines = sorted(line for line in output.splitlines() if line.startswith(LINE_PREFIX))
+    # Split on the prefix as well as on newlines, in case two ranks' lines ran together.
+    pieces = re.split(rf"(?={re.escape(LINE_PREFIX)})|\n", output)
+    lines = sorted(p.strip() for p in pieces if p.startswith(LINE_PREFIX))
     result = json.loads(out.read_text()) if out.exists() else None
     return TorchrunResult(proc.returncode, result, lines, wall_s, output, timed_out)
 
@@ -317,8 +320,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.hang_s > 0:
             time.sleep(args.hang_s)
         counts = ", ".join(f"epoch {e}: {len(s[rank])} items" for e, s in enumerate(seen_per_epoch))
-        print(f"{LINE_PREFIX} rank {rank}/{world_size} ({args.mode}, "
-              f"{args.num_workers} workers): {counts}", flush=True)
+        # One write per line: two ranks share the launcher's stdout, and print() writes the
+        # text and the newline separately, so their lines could interleave.
+        sys.stdout.write(f"{LINE_PREFIX} rank {rank}/{world_size} ({args.mode}, "
+                         f"{args.num_workers} workers): {counts}\n")
+        sys.stdout.flush()
         if rank == 0:
             Path(args.out).write_text(json.dumps({
                 "mode": args.mode, "n": args.size, "world_size": world_size,
