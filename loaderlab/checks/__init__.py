@@ -23,14 +23,14 @@ from loaderlab.checks.distributed import check_ddp_epochs
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
 from loaderlab.checks.memory import check_cow_fix
-from loaderlab.checks.report import Wrong, checker, one_line
+from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, checker, one_line
 from loaderlab.checks.sampling import check_balanced_weights
 from loaderlab.checks.seeding import check_worker_init_fn
 from loaderlab.checks.speed import check_fast_loader
 from loaderlab.checks.streaming import check_sharded_iterable
 
 __all__ = [
-    "Wrong", "checker", "one_line",
+    "Wrong", "checker", "one_line", "CheckerTypeError", "CheckerValueError",
     "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
     "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable",

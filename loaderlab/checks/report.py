@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,65 @@ class Wrong(Exception):
 
 class _CandidateFailed(Exception):
     pass
+
+
+class _OneLineError(Exception):
+    """An error about how a checker was called. In Jupyter it shows as its one sentence, not a
+    traceback (IPython prints what ``_render_traceback_`` returns instead of the traceback)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{FAIL} {self}"]
+
+
+class CheckerTypeError(_OneLineError, TypeError):
+    """A checker was given an argument of the wrong type (the message names the argument)."""
+
+
+class CheckerValueError(_OneLineError, ValueError):
+    """A checker was given an argument with an impossible value (the message names it)."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs: dict) -> None:
+    """Raise CheckerTypeError / CheckerValueError when the checker itself is called with
+    nonsense: a candidate that is not a function or class, arguments the checker does not
+    take, a non-callable where it expects one, or a size that is not a positive int."""
+    name = body.__name__
+    parameters = list(inspect.signature(body).parameters.values())
+    first = parameters[0].name
+    if not callable(candidate):
+        raise CheckerTypeError(
+            f"{name}: `{first}` must be the function (or class) you wrote, got "
+            f"{type(candidate).__name__} {_short(candidate)}; pass it without calling it, "
+            f"e.g. {name}({first})"
+        )
+    try:
+        bound = inspect.signature(body).bind(candidate, *args, **kwargs)
+    except TypeError as exc:
+        raise CheckerTypeError(f"{name}: {exc}") from None
+    for parameter in parameters[1:]:
+        if parameter.name not in bound.arguments:
+            continue
+        value = bound.arguments[parameter.name]
+        default = parameter.default
+        if callable(default) or (default is None and value is not None):
+            # an optional second function (e.g. check_ddp_epochs' eval_indices)
+            if not callable(value):
+                raise CheckerTypeError(
+                    f"{name}: `{parameter.name}` must be a function, got "
+                    f"{type(value).__name__} {_short(value)}"
+                )
+        elif isinstance(default, int) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise CheckerTypeError(
+                    f"{name}: `{parameter.name}` must be an int, got {type(value).__name__}"
+                )
+            if value <= 0:
+                raise CheckerValueError(f"{name}: `{parameter.name}` must be > 0, got {value}")
 
 
 def one_line(exc: BaseException) -> str:
@@ -52,6 +112,11 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
     ``body`` raises ``Wrong("what is wrong. Hint: ...")`` when the candidate misbehaves; any
     other exception is the candidate's (reported as ``❌`` with its one-line summary), and
     ``NotImplementedError`` (the lab stub) is reported as not attempted.
+
+    Calling the checker itself with nonsense (a candidate that is not a function, an unknown
+    argument, a non-positive size) raises ``CheckerTypeError`` / ``CheckerValueError``
+    (subclasses of ``TypeError`` / ``ValueError``) naming the argument; in Jupyter it shows
+    as one line.
     """
 
     @functools.wraps(body)
@@ -59,6 +124,7 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
         if candidate is None:
             print(f"{PENDING} not attempted yet")
             return False
+        _validate_call(body, candidate, args, kwargs)
         try:
             confirmation = body(candidate, *args, **kwargs)
         except Wrong as wrong:
