@@ -68,25 +68,26 @@ class SlowSamplesDataset(Dataset):
 
 
 def wait_split(timeline: Timeline) -> dict[str, float]:
-    """Return where the steady state of one traced pass went, from the second batch on:
-    ``wait_s`` (inside ``next(loader)``), ``other_s`` (the steps) and ``wait_fraction``
-    (0 = never starved).
+    """Return where the steady state of one traced pass went: ``wait_s`` (inside
+    ``next(loader)``), ``other_s`` (the steps) and ``wait_fraction`` (0 = never starved).
 
-    The first batch (worker start-up, notebook 12) and the workers' shutdown after the last
-    step are left out: the window runs from the end of step 1 to the end of the last step.
+    The batches before every worker has delivered one (``timeline.warmup_batches``: worker
+    start-up, notebook 12) and the workers' shutdown after the last step are left out: the
+    window runs from the end of the last warm-up step to the end of the last step.
     """
     if not isinstance(timeline, Timeline):
         raise TypeError(f"timeline must be a Timeline from loaderlab.trace_timeline, got {type(timeline).__name__}")
     records = timeline.records
-    if len(records) < 2:
-        raise ValueError("timeline must hold at least 2 batches")
-    seconds = records[-1]["step_end"] - records[0]["step_end"]
-    wait = sum(r["wait"] for r in records[1:])
+    warmup = timeline.warmup_batches
+    if len(records) <= warmup:
+        raise ValueError(f"timeline must hold more batches than its warm-up ({warmup}), got {len(records)}")
+    seconds = records[-1]["step_end"] - records[warmup - 1]["step_end"]
+    wait = sum(r["wait"] for r in records[warmup:])
     return {"wait_s": wait, "other_s": seconds - wait, "wait_fraction": wait / seconds if seconds else 0.0}
 
 
 def bound_by(timeline: Timeline, threshold: float = 0.2) -> str:
-    """Return ``"data"`` if, after the first batch, the main process waited for batches more
+    """Return ``"data"`` if, after the warm-up batches, the main process waited for batches more
     than ``threshold`` of the wall time (the input pipeline is the bottleneck), else
     ``"compute"``."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:

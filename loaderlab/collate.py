@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import Sampler
 
+from loaderlab.datasets import TokenDataset
 from loaderlab.loaders import require_positive
 
 PAD_ID = 0
@@ -61,18 +62,10 @@ def pad_dict_collate(batch: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tens
     return {"input_ids": padded, "attention_mask": mask, "labels": labels}
 
 
-class DictTokenDataset(Dataset):
+class DictTokenDataset(TokenDataset):
     """Token sequences as dict samples: returns ``{"input_ids": LongTensor[L_i], "label": int}``."""
 
-    def __init__(self, samples: Sequence[tuple[torch.Tensor, int]]) -> None:
-        if not len(samples):
-            raise ValueError("samples must not be empty")
-        self.samples = list(samples)
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, index: int) -> dict[str, Any]:  # type: ignore[override]
         tokens, label = self.samples[index]
         return {"input_ids": tokens, "label": label}
 

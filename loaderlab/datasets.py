@@ -28,6 +28,27 @@ def image_to_tensor(image: Image.Image) -> torch.Tensor:
     return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div_(255)
 
 
+class AttributeForwarding:
+    """Mixin for dataset wrappers: attribute reads and writes go to the wrapped dataset
+    ``_inner`` (set it with ``object.__setattr__``), so code that reaches for the user's
+    dataset, e.g. a ``worker_init_fn`` setting ``get_worker_info().dataset.rng``, still works.
+    Pickles (to spawn workers) with its own ``__dict__``."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
 class LatencyDataset(Dataset):
     """Samples that take ``latency_s`` (plus optional jitter) to fetch, like a remote read.
 

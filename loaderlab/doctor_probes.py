@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
+from loaderlab.datasets import AttributeForwarding
 from loaderlab.loaders import batch_size_of
 
 _SCALARS = (int, float, str, bytes, bool, type(None), np.number, np.bool_)
@@ -93,25 +94,7 @@ def identity(batch: Any) -> Any:
     return batch
 
 
-class _Forwarding:
-    """Mixin: attribute reads and writes go to the wrapped dataset ``_inner``."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_inner":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._inner, name, value)
-
-    def __getstate__(self) -> dict:
-        return dict(self.__dict__)
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-
-
-class ProbeDataset(_Forwarding, Dataset):
+class ProbeDataset(AttributeForwarding, Dataset):
     """Wraps a map-style dataset; item ``i`` is ``(i, worker id, dataset[i] or its
     fingerprint, state_of(dataset) or None)`` (worker id -1 in the main process)."""
 
@@ -190,7 +173,7 @@ def equal_positions(masks: list[Any], first: Any, second: Any) -> set[int] | Non
                 found.add(offset)
             offset += 1
     return found
-class ProbeIterable(_Forwarding, IterableDataset):
+class ProbeIterable(AttributeForwarding, IterableDataset):
     """Wraps an IterableDataset; yields ``(worker id, fingerprint of item)`` for each item."""
 
     def __init__(self, dataset: IterableDataset) -> None:

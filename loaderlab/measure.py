@@ -7,11 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
+from loaderlab.datasets import AttributeForwarding
 from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_positive
 
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
@@ -168,7 +169,49 @@ class MemoryRecord:
     pss_mb: float | None
 
 
-class WorkerMemorySampler:
+_Sampler = TypeVar("_Sampler", bound="BackgroundSampler")
+
+
+class BackgroundSampler:
+    """Base of the instruments that read something every ``interval_s`` seconds in a
+    background thread while a ``with`` block runs: subclasses define ``sample()`` (one
+    reading) and may override ``_begin()`` (baseline readings, taken before the thread starts).
+    """
+
+    thread_name = "loaderlab-sampler"
+
+    def __init__(self, interval_s: float) -> None:
+        require_positive(interval_s, "interval_s", integer=False)
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        """Take one reading now."""
+        raise NotImplementedError
+
+    def _begin(self) -> None:
+        """Reset and take baselines; called on entering the ``with`` block."""
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self: _Sampler) -> _Sampler:
+        self._begin()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+class WorkerMemorySampler(BackgroundSampler):
     """Context manager that samples USS, PSS and RSS of this process and its workers.
 
     A background thread reads every live worker (``live_workers()``) and the main process
@@ -176,13 +219,12 @@ class WorkerMemorySampler:
     ``records`` (tidy rows), ``peak_uss_by_worker()`` and ``worker_uss_growth_mb()``.
     """
 
+    thread_name = "loaderlab-memory"
+
     def __init__(self, interval_s: float = 0.05, include_main: bool = True) -> None:
-        require_positive(interval_s, "interval_s", integer=False)
-        self.interval_s = interval_s
+        super().__init__(interval_s)
         self.include_main = include_main
         self.records: list[MemoryRecord] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._baseline_uss_mb: float | None = None
 
@@ -208,24 +250,10 @@ class WorkerMemorySampler:
             if record is not None:
                 self.records.append(record)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
-
-    def __enter__(self) -> WorkerMemorySampler:
+    def _begin(self) -> None:
         self._t0 = time.perf_counter()
         main = self._read(psutil.Process(), "main", 0.0)
         self._baseline_uss_mb = main.uss_mb if main else None
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="loaderlab-memory", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
 
     def worker_pids(self) -> list[int]:
         """Return the PIDs of the workers seen, in order of first appearance."""
@@ -267,7 +295,7 @@ def _open_batch() -> None:
         _TRACE_STATE["start"] = time.perf_counter()
 
 
-class _TracedDataset(Dataset):
+class _TracedDataset(AttributeForwarding, Dataset):
     """Wraps a map-style dataset to note when a worker starts fetching a batch.
 
     Attribute reads and writes go to the wrapped dataset, so a ``worker_init_fn`` that sets
@@ -276,14 +304,6 @@ class _TracedDataset(Dataset):
 
     def __init__(self, dataset: Dataset) -> None:
         object.__setattr__(self, "_inner", dataset)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_inner":
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._inner, name, value)
 
     def __len__(self) -> int:
         return len(self._inner)  # type: ignore[arg-type]
@@ -296,12 +316,6 @@ class _TracedDataset(Dataset):
         _open_batch()
         inner = getattr(self._inner, "__getitems__", None)
         return inner(indices) if inner else [self._inner[i] for i in indices]
-
-    def __getstate__(self) -> dict:
-        return {"_inner": self._inner}
-
-    def __setstate__(self, state: dict) -> None:
-        object.__setattr__(self, "_inner", state["_inner"])
 
 
 class _TracedIterable(IterableDataset):
@@ -356,6 +370,19 @@ class Timeline:
     def load_s(self) -> float:
         """Total fetch+collate time summed over batches (all workers)."""
         return sum(r["end"] - r["start"] for r in self.records)
+
+    @property
+    def warmup_batches(self) -> int:
+        """How many batches it took until every worker had delivered one (1 without workers).
+
+        A worker's first batch is fetched before there is any step to overlap with, and
+        under spawn or forkserver it carries the new process's one-time costs (importing
+        torch, first decode): the steady state starts after these batches.
+        """
+        first_seen: dict[int, int] = {}
+        for position, r in enumerate(self.records):
+            first_seen.setdefault(r["worker"], position)
+        return max(first_seen.values(), default=-1) + 1
 
     def batches_per_worker(self) -> dict[int, int]:
         counts: dict[int, int] = {}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.loaders import batch_size_of, require_loader, require_positive
-from loaderlab.measure import Throughput, Timeline, _as_step, throughput
+from loaderlab.measure import BackgroundSampler, Throughput, Timeline, _as_step, throughput
 
 SHM_PATH = "/dev/shm"
 
@@ -143,14 +142,20 @@ def timed_pass(
 
 
 def overlap_fraction(timeline: Timeline) -> float:
-    """Return the share of all batch-loading time (workers' fetch + collate) that ran while the
+    """Return the share of batch-loading time (workers' fetch + collate) that ran while the
     main process was running its step: 0 when loading and computing take turns, near 1 when
-    loading is hidden behind computing."""
+    loading is hidden behind computing.
+
+    Steady state only: the batches before every worker has delivered one
+    (``timeline.warmup_batches``) are left out, since they load before any step exists and,
+    under spawn, carry each new worker's start-up costs.
+    """
     if not isinstance(timeline, Timeline):
         raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
+    records = timeline.records[timeline.warmup_batches:]
     steps = [(r["received"], r["step_end"]) for r in timeline.records]
     loading = overlapped = 0.0
-    for r in timeline.records:
+    for r in records:
         start, end = r["start"], r["end"]
         loading += end - start
         overlapped += sum(max(0.0, min(end, b) - max(start, a)) for a, b in steps)
@@ -253,7 +258,7 @@ def shared_memory_used_mb() -> float | None:
     return shutil.disk_usage(SHM_PATH).used / 2**20
 
 
-class SharedMemoryWatcher:
+class SharedMemoryWatcher(BackgroundSampler):
     """Context manager that records the peak growth of ``/dev/shm`` use while it is open.
 
     Batches made by workers travel to the main process through shared memory; batches
@@ -261,18 +266,12 @@ class SharedMemoryWatcher:
     ``/dev/shm``. The figure is machine-wide: other programs using shared memory add to it.
     """
 
+    thread_name = "loaderlab-shm"
+
     def __init__(self, interval_s: float = 0.005) -> None:
-        require_positive(interval_s, "interval_s", integer=False)
-        self.interval_s = interval_s
+        super().__init__(interval_s)
         self.baseline_mb: float | None = None
         self.peak_growth_mb: float | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
 
     def sample(self) -> None:
         """Take one reading now."""
@@ -282,18 +281,9 @@ class SharedMemoryWatcher:
         growth = max(0.0, used - self.baseline_mb)
         self.peak_growth_mb = max(self.peak_growth_mb or 0.0, growth)
 
-    def __enter__(self) -> SharedMemoryWatcher:
+    def _begin(self) -> None:
         self.baseline_mb = shared_memory_used_mb()
         self.peak_growth_mb = 0.0 if self.baseline_mb is not None else None
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="loaderlab-shm", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
 
 
 # -------------------------------------------------------------------- host-to-device copy

@@ -37,13 +37,13 @@ def test_slow_samples_dataset():
         dataset[8]
 
 
-def _timeline(waits, step):
+def _timeline(waits, step, workers=1):
     records, t = [], 0.0
     for i, wait in enumerate(waits):
         requested, received = t, t + wait
         t = received + step
-        records.append({"batch": i, "worker": 0, "pid": 1, "start": 0.0, "end": 0.0, "requested": requested,
-                        "received": received, "wait": wait, "step_end": t})
+        records.append({"batch": i, "worker": i % workers, "pid": 1, "start": 0.0, "end": 0.0,
+                        "requested": requested, "received": received, "wait": wait, "step_end": t})
     return Timeline(records, t + 5.0)  # + a slow shutdown, which must not count
 
 
@@ -58,8 +58,20 @@ def test_wait_split_and_bound_by():
         bound_by(timeline, threshold=1.5)
     with pytest.raises(TypeError):
         wait_split("run")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="warm-up"):
         wait_split(_timeline([1.0], step=0.1))
+
+
+def test_wait_split_leaves_out_every_workers_first_batch():
+    # Under spawn the second worker can start a second later than the first: its first batch
+    # is start-up, not a data-bound steady state.
+    timeline = _timeline([1.0, 1.5, 0.0, 0.0, 0.01, 0.0], step=0.1, workers=2)
+    assert timeline.warmup_batches == 2
+    split = wait_split(timeline)
+    assert split["wait_s"] == pytest.approx(0.01) and split["other_s"] == pytest.approx(0.4)
+    assert bound_by(timeline) == "compute"
+    with pytest.raises(ValueError, match="warm-up"):
+        wait_split(_timeline([1.0, 1.5], step=0.1, workers=2))
 
 
 def test_event_name_matches_torch():
