@@ -21,15 +21,17 @@ setup: $(STAMP)
 lab: setup
 	MPLBACKEND= $(PY) tools/lab_server.py
 
-# Everything: unit tests (2 processes), then nbval on notebooks/ and solutions/ one at a time
-# (their timing checks and the 45 s budget assume a notebook does not share the CPU with
-# another), then lint. Exits non-zero on the first failing step.
+# Everything: lint first (seconds), unit tests (2 processes), nbval on notebooks/ and solutions/
+# one at a time (their timing checks and the 45 s budget assume a notebook does not share the
+# CPU with another), then every notebook and solution again with workers started by spawn (as
+# on macOS and Windows; 2 at a time, outputs not compared). Stops at the first failing step.
 test: setup
+	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope tests
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest notebooks solutions
-	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn tests/test_course_guarantees.py
 
-# Every notebook and solution run with workers started by spawn (as on macOS and Windows).
+# Only the spawn run of `make test`.
 test-spawn: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn tests/test_course_guarantees.py
 

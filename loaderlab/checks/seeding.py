@@ -166,8 +166,6 @@ def _duplicates_wrong(run: SeedingRun, where: str) -> Wrong:
 def check_worker_init_fn(candidate: Callable[[int], Any]) -> str:
     """Return a confirmation if ``candidate`` makes 2 workers draw distinct augmentation values,
     different every epoch (persistent workers or not), and the same values for the same seed."""
-    if not callable(candidate):
-        raise Wrong(f"worker_init_fn must be a function of worker_id, got {type(candidate).__name__}")
     if "fork" not in multiprocessing.get_all_start_methods() and candidate.__module__ == "__main__":
         raise Wrong(
             "here workers start with spawn and cannot import a function defined in a notebook: "
