@@ -29,11 +29,11 @@ test: setup
 	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope tests
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest notebooks solutions
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn tests/test_course_guarantees.py
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
 
 # Only the spawn run of `make test`.
 test-spawn: setup
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn tests/test_course_guarantees.py
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
 
 unit: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest tests

@@ -288,7 +288,9 @@ def shm_experiment(configs: Sequence[dict[str, Any]], n: int = 192, dim: int = 2
     runs = []
     baseline = shared_memory_used_mb() or 0.0
     for config in configs:
-        _wait_for_shm(baseline + 1.0, timeout_s=10.0)  # segments of a failed run may linger
+        # The segments of a failed run go when its workers have exited (seconds on a busy
+        # machine); a run that started before would find /dev/shm still partly full.
+        _wait_for_shm(baseline + 1.0, timeout_s=30.0)
         strategy = config["strategy"]
         torch_mp.set_sharing_strategy(strategy)
         init = use_file_system_strategy if strategy == "file_system" else None

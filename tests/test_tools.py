@@ -124,3 +124,20 @@ def test_make_lab_server_serves_the_course_and_requires_the_token():
         time.sleep(0.2)
     left = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not left, f"processes left behind by the server: {len(left)}"
+
+
+def test_soak_reports_each_failing_cell_with_what_differed(tmp_path):
+    soak = _tool("soak")
+    junit = tmp_path / "run.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="notebooks.15_x.ipynb" name="Cell 10"><failure message="differ">'
+        "nbval: cell 10 differs\nexpected: FAILED\ngot: ok, all 12 batches</failure></testcase>"
+        '<testcase classname="notebooks.15_x.ipynb" name="Cell 11"/>'
+        '<testcase classname="notebooks.16_x.ipynb" name="Cell 2"><error message="boom"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    failed = soak.failed_cells(junit)
+    assert list(failed) == ["notebooks.15_x.ipynb::Cell 10", "notebooks.16_x.ipynb::Cell 2"]
+    assert failed["notebooks.15_x.ipynb::Cell 10"].endswith("got: ok, all 12 batches")
+    assert failed["notebooks.16_x.ipynb::Cell 2"] == "boom"

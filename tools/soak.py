@@ -17,12 +17,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def failed_cells(junit: Path) -> list[str]:
-    """Return the ids (file::cell) of the test cases that failed or errored in a JUnit report."""
-    failed = []
+def failed_cells(junit: Path) -> dict[str, str]:
+    """Return ``{file::cell: what differed}`` for the test cases that failed or errored in a
+    JUnit report (the last lines of the failure text: nbval ends with the differing output)."""
+    failed = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            failed.append(f"{case.get('classname', '')}::{case.get('name', '')}")
+        problem = case.find("failure")
+        problem = problem if problem is not None else case.find("error")
+        if problem is not None:
+            text = (problem.text or problem.get("message") or "").strip().splitlines()
+            failed[f"{case.get('classname', '')}::{case.get('name', '')}"] = "\n".join(text[-12:])
     return failed
 
 
@@ -43,8 +47,10 @@ def main(argv: list[str]) -> int:
                 print(f"run {run}: pytest produced no report")
                 return 1
             failed = failed_cells(junit)
-            differing.update(failed)
+            differing.update(failed.keys())
             print(f"run {run}/{runs}: {len(failed)} differing or failing cells")
+            for cell, detail in failed.items():  # printed now: the reports go with the temp dir
+                print(f"  {cell}:\n    " + detail.replace("\n", "\n    "))
     print(f"soak: {len(differing)} differing cells over {runs} runs")
     for cell, count in sorted(differing.items()):
         print(f"  {cell}  (in {count} of {runs} runs)")
