@@ -16,22 +16,15 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from loaderlab.loaders import require_loader, require_positive
+from loaderlab.datasets import DelayedDataset
+from loaderlab.loaders import require_loader, require_positive, require_seconds, stop_workers
 from loaderlab.measure import Timeline
 from loaderlab.workers import close_workers
 
 STEP_EVENT = "train_step"
 
 
-def _require_seconds(value: Any, name: str, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0 seconds, got {value}")
-    return float(value)
-
-
-class SlowSamplesDataset(Dataset):
+class SlowSamplesDataset(DelayedDataset):
     """Samples that take ``base_s`` to fetch, except those in ``slow_indices``, which take
     ``slow_s`` (a cold file, a retried network read). Returns ``(FloatTensor[1] = index, index)``.
 
@@ -43,27 +36,19 @@ class SlowSamplesDataset(Dataset):
         self, n: int = 64, base_s: float = 0.002, slow_s: float = 0.3, slow_indices: Sequence[int] = (0,)
     ) -> None:
         require_positive(n, "n")
-        self.base_s = _require_seconds(base_s, "base_s")
-        self.slow_s = _require_seconds(slow_s, "slow_s")
+        self.base_s = require_seconds(base_s, "base_s")
+        self.slow_s = require_seconds(slow_s, "slow_s")
         if isinstance(slow_indices, (str, bytes)) or not all(
             isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in slow_indices
         ):
             raise ValueError(f"slow_indices must be indices in 0..{n - 1}, got {slow_indices!r}")
         self.n, self.slow_indices = n, frozenset(slow_indices)
 
-    def __len__(self) -> int:
-        return self.n
-
     def delay(self, index: int) -> float:
         """Return the seconds that fetching ``index`` takes."""
         return self.slow_s if index in self.slow_indices else self.base_s
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        if not 0 <= index < self.n:
-            raise IndexError(f"index {index} out of range for {self.n} samples")
-        seconds = self.delay(index)
-        if seconds:
-            time.sleep(seconds)
+    def make_sample(self, index: int) -> tuple[torch.Tensor, int]:
         return torch.tensor([float(index)]), index
 
 
@@ -128,7 +113,7 @@ def profile_loader(loader: DataLoader, step_s: float, trace_path: str | Path, ma
     timestamps and pids to file descriptor 2) go to ``trace_path`` with suffix ``.log``.
     Workers are shut down before returning."""
     require_loader(loader)
-    step_s = _require_seconds(step_s, "step_s")
+    step_s = require_seconds(step_s, "step_s")
     require_positive(max_batches, "max_batches")
     trace_path = Path(trace_path)
     if not trace_path.parent.is_dir():
@@ -150,9 +135,7 @@ def profile_loader(loader: DataLoader, step_s: float, trace_path: str | Path, ma
                 with record_function(STEP_EVENT):
                     time.sleep(step_s)
         finally:
-            shutdown = getattr(iterator, "_shutdown_workers", None)
-            if shutdown is not None:
-                shutdown()
+            stop_workers(iterator)
             del iterator
     counts: dict[str, int] = {}
     total_ms: dict[str, float] = {}
@@ -229,7 +212,7 @@ def run_in_order(
     """
     if not isinstance(in_order, bool):
         raise TypeError(f"in_order must be a bool, got {type(in_order).__name__}")
-    step_s = _require_seconds(step_s, "step_s")
+    step_s = require_seconds(step_s, "step_s")
     require_positive(batch_size, "batch_size")
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(f"num_workers must be an int >= 0, got {num_workers!r}")

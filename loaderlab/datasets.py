@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
-from loaderlab.loaders import require_positive
+from loaderlab.loaders import require_positive, require_seconds
 
 
 def image_to_tensor(image: Image.Image) -> torch.Tensor:
@@ -49,6 +49,36 @@ class AttributeForwarding:
         self.__dict__.update(state)
 
 
+class DelayedDataset(Dataset):
+    """Base of the datasets whose samples take a per-index time to fetch: subclasses set
+    ``self.n`` and define ``delay(index)`` (seconds) and ``make_sample(index)``.
+
+    The delay is a sleep (the CPU stays free) that depends on the index only, so every run
+    sees the same slow samples.
+    """
+
+    n: int
+
+    def __len__(self) -> int:
+        return self.n
+
+    def delay(self, index: int) -> float:
+        """Return the seconds that fetching ``index`` takes."""
+        raise NotImplementedError
+
+    def make_sample(self, index: int) -> Any:
+        """Return sample ``index`` (without the delay)."""
+        raise NotImplementedError
+
+    def __getitem__(self, index: int) -> Any:
+        if not 0 <= index < self.n:
+            raise IndexError(f"index {index} out of range for {self.n} samples")
+        seconds = self.delay(index)
+        if seconds:
+            time.sleep(seconds)
+        return self.make_sample(index)
+
+
 class LatencyDataset(Dataset):
     """Samples that take ``latency_s`` (plus optional jitter) to fetch, like a remote read.
 
@@ -62,12 +92,8 @@ class LatencyDataset(Dataset):
     ) -> None:
         require_positive(n, "n")
         require_positive(dim, "dim")
-        for name, value in (("latency_s", latency_s), ("jitter_s", jitter_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
-        self.n, self.latency_s, self.jitter_s, self.dim = n, float(latency_s), float(jitter_s), dim
+        latency_s, jitter_s = require_seconds(latency_s, "latency_s"), require_seconds(jitter_s, "jitter_s")
+        self.n, self.latency_s, self.jitter_s, self.dim = n, latency_s, jitter_s, dim
         rng = np.random.default_rng(seed)
         self.delays = self.latency_s + rng.exponential(self.jitter_s, n) if jitter_s else None
         self.features = torch.from_numpy(rng.standard_normal((n, dim)).astype(np.float32))

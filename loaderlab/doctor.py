@@ -37,12 +37,11 @@ from loaderlab.doctor_probes import (
     equal_positions,
     identity,
     random_part,
-    shut_down,
     state_of,
     timed_pass,
 )
 from loaderlab.env import progress as progress_bar
-from loaderlab.loaders import rebuild, require_positive
+from loaderlab.loaders import rebuild, require_positive, stop_workers
 from loaderlab.measure import WorkerMemorySampler, live_workers
 
 SEVERITIES = ("info", "warning", "error")
@@ -457,7 +456,7 @@ class _Doctor:
                     deadline = time.perf_counter() + share
                 seen.setdefault(worker, []).append(fp)
         finally:
-            shut_down(iterator)
+            stop_workers(iterator)
             del iterator
         a, b = seen[0], seen[1]
         m = min(len(a), len(b))
@@ -507,7 +506,7 @@ class _Doctor:
                         self.started(time.perf_counter() - t0)
                     got[(index, worker)] = sample
             finally:
-                shut_down(iterator)
+                stop_workers(iterator)
                 del iterator
             epochs.append(got)
             self._epoch_hook(probe, epoch + 1)
@@ -579,7 +578,7 @@ class _Doctor:
         finally:
             it = probe._iterator
             if it is not None:
-                shut_down(it)
+                stop_workers(it)
                 probe._iterator = None
             self.dataset.__dict__.update(saved)
         stale = sorted({k for *_, state in rows for k in changed if state and state.get(k) != main_state[k]})

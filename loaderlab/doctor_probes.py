@@ -19,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from loaderlab.datasets import AttributeForwarding
-from loaderlab.loaders import batch_size_of
+from loaderlab.loaders import batch_size_of, stop_workers
 
 _SCALARS = (int, float, str, bytes, bool, type(None), np.number, np.bool_)
 
@@ -209,13 +209,6 @@ class Pass:
         return sum(self.sizes[skip:]) / sum(self.waits_s[skip:])
 
 
-def shut_down(iterator: Any) -> None:
-    """Return None after stopping the worker processes of a DataLoader iterator (if any)."""
-    stop = getattr(iterator, "_shutdown_workers", None)
-    if stop is not None:
-        stop()
-
-
 def timed_pass(
     loader: DataLoader,
     max_batches: int,
@@ -252,7 +245,7 @@ def timed_pass(
             if step_s:
                 time.sleep(step_s)
     finally:
-        shut_down(iterator)
+        stop_workers(iterator)
         del iterator
     result.seconds = time.perf_counter() - start
     return result

@@ -26,7 +26,7 @@ import psutil
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
 
-from loaderlab.loaders import require_loader, require_positive
+from loaderlab.loaders import require_loader, require_positive, require_seconds, stop_workers
 
 # --------------------------------------------------------------------- an inherited lock
 
@@ -35,19 +35,11 @@ from loaderlab.loaders import require_loader, require_positive
 _RESOURCE_LOCK = threading.Lock()
 
 
-def _require_seconds(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0 seconds, got {value}")
-    return float(value)
-
-
 class LockHolder:
     """A background thread that holds the shared resource lock (see ``hold_resource_lock``)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = _require_seconds(seconds, "seconds")
+        self.seconds = require_seconds(seconds, "seconds", positive=True)
         self._acquired, self._stop = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._hold, name="loaderlab-lock-holder", daemon=True)
 
@@ -94,7 +86,7 @@ class SharedResourceDataset(Dataset):
     def __init__(self, n: int = 16, per_process: bool = False, give_up_s: float = 3.0) -> None:
         require_positive(n, "n")
         self.n, self.per_process = n, bool(per_process)
-        self.give_up_s = _require_seconds(give_up_s, "give_up_s")
+        self.give_up_s = require_seconds(give_up_s, "give_up_s", positive=True)
         self._lock: threading.Lock | None = None
         self._owner_pid: int | None = None
 
@@ -278,9 +270,7 @@ def _failed(values: list[Any], start: float, exc: Exception) -> Outcome:
 
 def _shut_down(loader: DataLoader, iterator: Any) -> None:
     if iterator is not None and not loader.persistent_workers:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
 
 
 def traceback_tail(exc: BaseException) -> str | None:
@@ -362,8 +352,8 @@ def request_stack_dumps(
     have had time to reach the place where they are stuck.
     """
     require_positive(n_workers, "n_workers")
-    timeout_s = _require_seconds(timeout_s, "timeout_s")
-    settle_s = _require_seconds(settle_s, "settle_s")
+    timeout_s = require_seconds(timeout_s, "timeout_s", positive=True)
+    settle_s = require_seconds(settle_s, "settle_s", positive=True)
     signum = int(signal.SIGUSR1) if signum is None else int(signum)
     directory = Path(directory)
     deadline = time.monotonic() + timeout_s
@@ -541,8 +531,8 @@ class ExitProbe:
     """
 
     def __init__(self, timeout_s: float = 15.0, startup_s: float = 120.0) -> None:
-        self.timeout_s = _require_seconds(timeout_s, "timeout_s")
-        self.startup_s = _require_seconds(startup_s, "startup_s")
+        self.timeout_s = require_seconds(timeout_s, "timeout_s", positive=True)
+        self.startup_s = require_seconds(startup_s, "startup_s", positive=True)
         self._result: ExitReport | None = None
         self._child = subprocess.Popen(
             [sys.executable, "-c", _EXIT_SCRIPT], stdout=subprocess.PIPE,

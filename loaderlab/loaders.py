@@ -18,6 +18,19 @@ def require_loader(loader: Any, name: str = "loader") -> DataLoader:
     return loader
 
 
+def stop_workers(iterator: Any) -> None:
+    """Shut down the worker processes of a DataLoader iterator now (no-op for one without
+    workers, or for anything that is not a DataLoader iterator).
+
+    An iterator stops its workers in ``__del__``, that is at the next garbage collection when
+    a traceback or a frame still holds it; ``_shutdown_workers``
+    (``torch/utils/data/dataloader.py``, ``_MultiProcessingDataLoaderIter``) does it at once.
+    """
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
+
+
 def require_positive(value: Any, name: str, allow_none: bool = False, integer: bool = True) -> Any:
     """Return ``value`` if it is a positive number (or None when allowed), else raise."""
     if value is None and allow_none:
@@ -29,6 +42,16 @@ def require_positive(value: Any, name: str, allow_none: bool = False, integer: b
     if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return value
+
+
+def require_seconds(value: Any, name: str, positive: bool = False) -> float:
+    """Return ``value`` as a float if it is a number of seconds >= 0 (> 0 when ``positive``),
+    else raise TypeError / ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(f"{name} must be {'>' if positive else '>='} 0 seconds, got {value}")
+    return float(value)
 
 
 def loader_arguments(loader: DataLoader) -> dict[str, Any]:

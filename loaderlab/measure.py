@@ -13,7 +13,7 @@ import psutil
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from loaderlab.datasets import AttributeForwarding
-from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_positive
+from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_positive, stop_workers
 
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
@@ -143,9 +143,7 @@ def throughput(
         end = time.perf_counter()  # the pass ends here; shutting workers down is not part of it
     finally:
         if not loader.persistent_workers:
-            shutdown = getattr(iterator, "_shutdown_workers", None)
-            if shutdown is not None:
-                shutdown()
+            stop_workers(iterator)
         del iterator
     seconds = end - start
     if not waits:
@@ -436,9 +434,7 @@ def trace_timeline(
             )
         epoch_s = time.perf_counter() - origin  # worker shutdown below is not part of the pass
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
         del iterator
     if not records:
         raise ValueError("loader yielded no batches: nothing to trace")

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
-from loaderlab.loaders import require_positive, same_batch
+from loaderlab.loaders import require_positive, same_batch, stop_workers
 
 NOISE_SOURCES = ("dataset", "global")
 
@@ -150,9 +150,7 @@ def _drain(loader: Any, max_batches: int | None = None) -> tuple[list[Any], Any]
                 break
         state = loader.state_dict() if max_batches is not None else None
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
         del iterator
     return batches, state
 
@@ -187,9 +185,7 @@ def interrupt_and_resume(build: Callable[[], Any], k: int) -> ResumeReport:
                 first_s = time.perf_counter() - start
             rest.append(batch)
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
         del iterator
     combined = first + rest
     matches = [i < len(combined) and same_batch(combined[i], ref) for i, ref in enumerate(reference)]

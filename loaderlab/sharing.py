@@ -27,7 +27,7 @@ import torch
 import torch.multiprocessing as torch_mp
 from torch.utils.data import DataLoader
 
-from loaderlab.loaders import require_loader, require_positive
+from loaderlab.loaders import require_loader, require_positive, stop_workers
 from loaderlab.workers import (
     SHM_PATH,
     SharedMemoryWatcher,
@@ -180,9 +180,7 @@ def hold_batches(loader: DataLoader, max_batches: int | None = None, keep: int |
     holding = open_fds()
     segments = torch_segments()
     manager = shm_manager_running()
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is not None:
-        shutdown()
+    stop_workers(iterator)
     del iterator
     held.clear()
     return HoldReport(strategy, count, before, with_workers, holding, open_fds(), segments,

@@ -25,7 +25,7 @@ from torch.utils.data import (
     get_worker_info,
 )
 
-from loaderlab.loaders import batch_size_of, require_positive
+from loaderlab.loaders import batch_size_of, require_positive, stop_workers
 
 METHODS = ("thread", "process")
 
@@ -159,9 +159,8 @@ def time_loading(batches: Iterable[Any]) -> LoadTiming:
             count += 1
             samples += batch_size_of(batch)
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None and not getattr(batches, "persistent_workers", False):
-            shutdown()
+        if not getattr(batches, "persistent_workers", False):
+            stop_workers(iterator)
         del iterator
     if first is None:
         raise ValueError("batches yielded nothing: nothing to time")

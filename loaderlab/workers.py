@@ -14,9 +14,16 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-from loaderlab.loaders import batch_size_of, require_loader, require_positive
+from loaderlab.datasets import DelayedDataset
+from loaderlab.loaders import (
+    batch_size_of,
+    require_loader,
+    require_positive,
+    require_seconds,
+    stop_workers,
+)
 from loaderlab.measure import BackgroundSampler, Throughput, Timeline, _as_step, throughput
 
 SHM_PATH = "/dev/shm"
@@ -41,7 +48,7 @@ def image_to_uint8_tensor(image: Image.Image) -> torch.Tensor:
 
 
 
-class SpikyLatencyDataset(Dataset):
+class SpikyLatencyDataset(DelayedDataset):
     """Samples that take ``base_s`` to fetch, except every ``spike_every``-th one (indices
     ``spike_every - 1``, ``2 * spike_every - 1``, ...), which takes ``spike_s`` (a slow read:
     a cold cache, a busy disk, a network hiccup).
@@ -58,27 +65,15 @@ class SpikyLatencyDataset(Dataset):
         require_positive(n, "n")
         require_positive(spike_every, "spike_every")
         require_positive(dim, "dim")
-        for name, value in (("base_s", base_s), ("spike_s", spike_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
-        self.n, self.base_s, self.spike_s = n, float(base_s), float(spike_s)
+        self.n, self.base_s = n, require_seconds(base_s, "base_s")
+        self.spike_s = require_seconds(spike_s, "spike_s")
         self.spike_every, self.dim = spike_every, dim
-
-    def __len__(self) -> int:
-        return self.n
 
     def delay(self, index: int) -> float:
         """Return the seconds that fetching ``index`` takes."""
         return self.spike_s if (index + 1) % self.spike_every == 0 else self.base_s
 
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        if not 0 <= index < self.n:
-            raise IndexError(f"index {index} out of range for {self.n} samples")
-        seconds = self.delay(index)
-        if seconds:
-            time.sleep(seconds)
+    def make_sample(self, index: int) -> tuple[torch.Tensor, int]:
         return torch.full((self.dim,), float(index)), index % 2
 
 
@@ -166,9 +161,7 @@ def close_workers(loader: DataLoader) -> None:
     """Shut down the persistent workers a DataLoader keeps between epochs (no-op otherwise)."""
     require_loader(loader)
     iterator = getattr(loader, "_iterator", None)
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is not None:
-        shutdown()
+    stop_workers(iterator)
     loader._iterator = None
 
 

@@ -7,9 +7,17 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
+import loaderlab
 from loaderlab import plots
 from loaderlab.datasets import LatencyDataset
-from loaderlab.loaders import batch_size_of, rebuild, same_batch, same_batches
+from loaderlab.loaders import (
+    batch_size_of,
+    rebuild,
+    require_seconds,
+    same_batch,
+    same_batches,
+    stop_workers,
+)
 from loaderlab.measure import WorkerMemorySampler, throughput, trace_timeline
 
 
@@ -82,3 +90,23 @@ def test_plots_reject_bad_input():
         plots.plot_worker_memory([], title="x")
     with pytest.raises(ValueError, match="equal length"):
         plots.plot_scaling([1, 2], [1.0], title="x")
+
+
+def test_stop_workers_ends_the_workers_of_a_live_iterator_at_once():
+    iterator = iter(DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2))
+    next(iterator)
+    assert len(loaderlab.live_workers()) == 2
+    stop_workers(iterator)  # the iterator is still referenced: only an explicit stop ends them
+    assert loaderlab.wait_for_workers_to_exit(10.0) == 0
+    stop_workers(iter(DataLoader(LatencyDataset(n=4, latency_s=0))))  # no workers: no-op
+    stop_workers(None)
+
+
+def test_require_seconds_names_the_argument():
+    assert require_seconds(0, "wait_s") == 0.0 and require_seconds(1, "wait_s", positive=True) == 1.0
+    with pytest.raises(ValueError, match="wait_s must be > 0 seconds"):
+        require_seconds(0, "wait_s", positive=True)
+    with pytest.raises(ValueError, match="wait_s must be >= 0 seconds"):
+        require_seconds(-1, "wait_s")
+    with pytest.raises(TypeError, match="wait_s must be a number of seconds, got bool"):
+        require_seconds(True, "wait_s")

@@ -35,7 +35,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks.report import Wrong, checker, one_line
-from loaderlab.loaders import rebuild, require_loader, require_positive
+from loaderlab.loaders import rebuild, require_loader, require_positive, stop_workers
 
 GIVE_UP_S = 3.0  # a real client waits for ever; this one raises TimeoutError after this
 LOADER_TIMEOUT_S = 5.0  # DataLoader(timeout=...) the check adds when the loader has none
@@ -221,9 +221,7 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
             exc.__traceback__ = None
         finally:
             if iterator is not None and not bounded.persistent_workers:
-                shutdown = getattr(iterator, "_shutdown_workers", None)
-                if shutdown is not None:
-                    shutdown()
+                stop_workers(iterator)
             if bounded._iterator is not None:
                 bounded._iterator._shutdown_workers()
                 bounded._iterator = None

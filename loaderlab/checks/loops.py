@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.loaders import rebuild, require_positive, same_batch
+from loaderlab.loaders import rebuild, require_positive, same_batch, stop_workers
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
 N_SAMPLES = 50
@@ -87,9 +87,7 @@ def collect_batches(loader: DataLoader) -> list[Any]:
     try:
         return list(iterator)
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
 
 
 def _requested_order(loader: DataLoader) -> list[int]:

@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data._utils import worker as _worker
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.loaders import stop_workers
 
 HINT_WORKERS = "Hint: notebook 11, section '2. Shard the stream per worker'."
 HINT_RANKS = "Hint: notebook 11, section '5. Distributed: shard by rank *and* worker'."
@@ -85,9 +86,7 @@ def _read(dataset: IterableDataset, num_workers: int, limit: int, where: str) ->
     finally:
         # When a worker raised (or we stopped early), the traceback keeps the iterator alive and
         # its __del__ would stop the workers only at the next garbage collection: stop them now.
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        stop_workers(iterator)
 
 
 def _take(iterator: Iterator[Any], limit: int, where: str) -> list[int]:
