@@ -26,6 +26,16 @@ def test_mode() -> bool:
     return os.environ.get(TEST_MODE_VARIABLE, "") not in ("", "0", "false", "False")
 
 
+def can_fork() -> bool:
+    """Return True where processes can be started with ``fork`` (Linux, macOS; not Windows).
+
+    The one answer to "can this lesson fork here?": a lesson that needs fork asks for a fork
+    context explicitly (``multiprocessing_context="fork"``) wherever this is True, whatever
+    the default start method (macOS defaults to spawn but has fork).
+    """
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def start_method() -> str:
     """Return the start method that new DataLoader workers will use in this process."""
     return multiprocessing.get_start_method(allow_none=False)
