@@ -9,7 +9,6 @@ loader for the course's pitfalls: ``loaderlab.doctor(loader)`` or
 
 __version__ = "0.1.0"
 
-from loaderlab.doctor import doctor  # noqa: E402  (the function; the module stays importable)
 from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
 from loaderlab.measure import (  # noqa: E402
     Throughput,
@@ -38,3 +37,17 @@ __all__ = [
     "simulated_step",
     "doctor",
 ]
+
+
+def __getattr__(name: str):
+    """Load ``loaderlab.doctor`` (the function) on first use.
+
+    ``import loaderlab`` stays light: every worker started by spawn or forkserver that
+    unpickles a course object imports the package, and the doctor pulls in the checkers.
+    """
+    if name == "doctor":
+        from loaderlab.doctor import doctor
+
+        globals()["doctor"] = doctor  # the function; ``loaderlab.doctor`` the module stays importable
+        return doctor
+    raise AttributeError(f"module 'loaderlab' has no attribute {name!r}")
