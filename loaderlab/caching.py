@@ -14,6 +14,7 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset
 
+from loaderlab.datasets import FewTensorsWhenPickled
 from loaderlab.loaders import require_positive
 
 
@@ -39,14 +40,15 @@ class ResizeToTensor:
         return f"ResizeToTensor(size={self.size})"
 
 
-class CachedDataset(Dataset):
+class CachedDataset(FewTensorsWhenPickled, Dataset):
     """Wraps a map-style dataset; returns each sample from an in-memory cache after its first
     fetch (``preload=True`` fetches them all up front).
 
     The cache is a plain dict owned by the process that fills it: a DataLoader worker fills
     its *own copy*, which is lost when the worker exits, so the main process's ``hits`` and
     ``misses`` stay unchanged by an epoch with ``num_workers > 0``. Preload in the main
-    process before creating workers to share one filled cache with them.
+    process before creating workers to share one filled cache with them. Pickled (for spawn or
+    forkserver workers), the cached tensors travel as one (``FewTensorsWhenPickled``).
     """
 
     def __init__(self, dataset: Dataset, preload: bool = False) -> None:

@@ -49,6 +49,73 @@ class AttributeForwarding:
         self.__dict__.update(state)
 
 
+class _Packed:
+    """Where a tensor stood in a pickled state: element ``offset`` of the packed ``dtype`` group."""
+
+    __slots__ = ("dtype", "offset", "shape")
+
+    def __init__(self, dtype: torch.dtype, offset: int, shape: torch.Size) -> None:
+        self.dtype, self.offset, self.shape = dtype, offset, shape
+
+    def __reduce__(self):
+        return (_Packed, (self.dtype, self.offset, tuple(self.shape)))
+
+
+def _replace_tensors(obj: Any, visit: Callable[[Any], Any]) -> Any:
+    if isinstance(obj, (torch.Tensor, _Packed)):
+        return visit(obj)
+    if isinstance(obj, tuple):
+        return tuple(_replace_tensors(item, visit) for item in obj)
+    if isinstance(obj, list):
+        return [_replace_tensors(item, visit) for item in obj]
+    if isinstance(obj, dict):
+        return {key: _replace_tensors(value, visit) for key, value in obj.items()}
+    return obj
+
+
+class FewTensorsWhenPickled:
+    """Mixin for datasets that hold many small tensors (a list of samples, a cache): pickled,
+    they travel as one flat tensor per dtype instead of one tensor each.
+
+    A worker started by ``spawn`` or ``forkserver`` receives the Dataset pickled, and torch
+    shares every CPU tensor's storage through its own file descriptor
+    (``torch/multiprocessing/reductions.py``, ``reduce_storage``). ``forkserver`` passes all of
+    them in one message of at most 256 (``multiprocessing/forkserver.py``,
+    ``MAXFDS_TO_SEND``), so a Dataset holding a few hundred tensors cannot start its workers:
+    ``ValueError: too many fds`` (Python 3.14 makes forkserver the default on Linux).
+    torchvision's ``VideoClips`` packs its tensors the same way (pytorch/vision#1694).
+    Unpickled, each tensor is a view of its flat group, with the same values and shape.
+    """
+
+    def __getstate__(self) -> dict[str, Any]:
+        groups: dict[torch.dtype, list[torch.Tensor]] = {}
+        sizes: dict[torch.dtype, int] = {}
+
+        def pack(tensor: torch.Tensor) -> _Packed:
+            offset = sizes.get(tensor.dtype, 0)
+            groups.setdefault(tensor.dtype, []).append(tensor.detach().reshape(-1))
+            sizes[tensor.dtype] = offset + tensor.numel()
+            return _Packed(tensor.dtype, offset, tensor.shape)
+
+        state = {k: v for k, v in self.__dict__.items() if k != "_packed_keepalive"}
+        state = _replace_tensors(state, pack)
+        state["_packed_tensors"] = {dtype: torch.cat(parts) for dtype, parts in groups.items()}
+        # The flat tensors must outlive this call: under spawn and forkserver the pickler only
+        # notes each storage's file descriptor, and the worker receives it when it starts. A
+        # temporary freed before that leaves the worker "unable to resize file".
+        self.__dict__["_packed_keepalive"] = state["_packed_tensors"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        flat = state.pop("_packed_tensors", {})
+
+        def unpack(slot: _Packed) -> torch.Tensor:
+            count = int(np.prod(slot.shape, dtype=np.int64))
+            return flat[slot.dtype][slot.offset:slot.offset + count].view(slot.shape)
+
+        self.__dict__.update(_replace_tensors(state, unpack))
+
+
 class DelayedDataset(Dataset):
     """Base of the datasets whose samples take a per-index time to fetch: subclasses set
     ``self.n`` and define ``delay(index)`` (seconds) and ``make_sample(index)``.
@@ -141,8 +208,10 @@ class ImageFileDataset(Dataset):
         return self.transform(image), self.labels[index]
 
 
-class TokenDataset(Dataset):
-    """Variable-length token sequences: returns ``(tokens: LongTensor[L_i], label: int)``."""
+class TokenDataset(FewTensorsWhenPickled, Dataset):
+    """Variable-length token sequences: returns ``(tokens: LongTensor[L_i], label: int)``.
+
+    Pickled (for spawn or forkserver workers) its tensors travel as one (``FewTensorsWhenPickled``)."""
 
     def __init__(self, samples: Sequence[tuple[torch.Tensor, int]]) -> None:
         if not len(samples):
