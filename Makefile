@@ -21,25 +21,35 @@ setup: $(STAMP)
 lab: setup
 	MPLBACKEND= $(PY) tools/lab_server.py
 
-# Everything: lint first (seconds), unit tests (2 processes), nbval on notebooks/ and solutions/
-# one at a time (their timing checks and the 45 s budget assume a notebook does not share the
-# CPU with another), then every notebook and solution again with workers started by spawn (as
-# on macOS and Windows; 2 at a time, outputs not compared). Stops at the first failing step.
+# Stored outputs are recorded on Linux with Python 3.11 and compared there. Elsewhere (macOS,
+# Windows, another Python) the notebooks run, errors and failed assertions fail, and outputs
+# are not compared (nbval's lax mode). Evaluated when a recipe runs, after the setup.
+COMPARE = $(shell $(PY) -c "import sys; print(int(sys.platform.startswith('linux') and sys.version_info[:2] == (3, 11)))")
+NBVAL = $(if $(filter 1,$(COMPARE)),,--nbval-lax)
+
+# Everything: lint first (seconds), unit tests (2 processes; tests that time things run one
+# after another in one group, see tests/conftest.py), nbval on notebooks/ and solutions/ one
+# at a time (the 45 s budget assumes a notebook does not share the CPU with another), then
+# the notebooks again with workers started by forkserver, torch preloaded (2 at a time,
+# outputs not compared): objects cross to workers pickled, as under spawn. Stops at the first
+# failing step. `make test-spawn` runs every notebook under real spawn (about 9 minutes).
 test: setup
 	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope tests
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest notebooks solutions
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadgroup tests
+	@test "$(COMPARE)" = 1 || echo "outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode"
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest $(NBVAL) notebooks solutions
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m forkserver --durations=5 tests/test_course_guarantees.py
 
-# Only the spawn run of `make test`.
+# Every notebook and solution with workers started by spawn, as on macOS and Windows (slow:
+# every worker is a new Python that imports torch). Run it before a release.
 test-spawn: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
 
 unit: setup
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest tests
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadgroup tests
 
 notebooks: setup
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest notebooks solutions
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest $(NBVAL) notebooks solutions
 
 execute: setup
 	$(PY) tools/execute_notebooks.py $(NB)
@@ -52,9 +62,11 @@ html: setup
 	$(PY) tools/build_site.py
 
 # Run the nbval suite N times (default 3); report every cell that differed in any run.
+# LOAD=1 keeps one core busy with a bounded background loop meanwhile (a shared machine).
 N ?= 3
+LOAD ?= 0
 soak: setup
-	$(PY) tools/soak.py $(N)
+	$(PY) tools/soak.py $(N) $(if $(filter 1,$(LOAD)),--load)
 
 lint: setup
 	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py

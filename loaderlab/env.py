@@ -17,6 +17,7 @@ import torch
 START_METHOD_VARIABLE = "LOADERLAB_START_METHOD"
 TEST_MODE_VARIABLE = "LOADERLAB_TEST_MODE"
 START_METHODS = ("fork", "spawn", "forkserver")
+FORKSERVER_PRELOAD = ("torch", "numpy", "loaderlab")
 
 T = TypeVar("T")
 
@@ -56,6 +57,10 @@ def apply_start_method() -> str:
             )
         if multiprocessing.get_start_method(allow_none=True) != wanted:
             multiprocessing.set_start_method(wanted, force=True)
+    if start_method() == "forkserver":
+        # The server imports these once; every worker forked from it starts without
+        # importing torch again (notebook 12). Objects still travel pickled, as under spawn.
+        multiprocessing.set_forkserver_preload(list(FORKSERVER_PRELOAD))
     return start_method()
 
 

@@ -118,10 +118,10 @@ def test_timeout_kills_launcher_ranks_and_workers(tmp_path):
 
     out = tmp_path / "hung.json"
     run = run_torchrun(
-        ["--size", "8", "--num-workers", "1", "--hang-s", "300"], out, timeout_s=20
+        ["--size", "8", "--num-workers", "1", "--hang-s", "300"], out, timeout_s=10
     )
     assert run.timed_out and run.returncode != 0 and run.result is None
-    assert run.lines[-1].startswith("[loaderlab] killed after the 20 s timeout")
+    assert run.lines[-1].startswith("[loaderlab] killed after the 10 s timeout")
     left = []
     for proc in psutil.process_iter(["cmdline"]):
         try:

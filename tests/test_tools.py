@@ -141,3 +141,17 @@ def test_soak_reports_each_failing_cell_with_what_differed(tmp_path):
     assert list(failed) == ["notebooks.15_x.ipynb::Cell 10", "notebooks.16_x.ipynb::Cell 2"]
     assert failed["notebooks.15_x.ipynb::Cell 10"].endswith("got: ok, all 12 batches")
     assert failed["notebooks.16_x.ipynb::Cell 2"] == "boom"
+
+
+def test_soak_load_keeps_one_core_busy_and_ends_by_itself():
+    soak = _tool("soak")
+    busy = soak.busy_core(2.0)
+    try:
+        time.sleep(1.0)
+        used = psutil.Process(busy.pid).cpu_times().user  # a sleeping process would use ~0
+        assert used > 0.2, f"the load used {used:.2f} s of CPU in 1 s"
+        busy.wait(timeout=10)  # bounded: it stops after its 2 s without being killed
+    finally:
+        busy.kill()
+        busy.wait()
+    assert busy.returncode == 0

@@ -1,6 +1,8 @@
 """Run the nbval suite N times and report every cell that differed in any run (`make soak`).
 
-Usage: python tools/soak.py [N=3] [PATH ...]   (default paths: notebooks solutions)
+Usage: python tools/soak.py [N=3] [--load] [PATH ...]   (default paths: notebooks solutions)
+--load keeps one core busy with a background loop while the suite runs (a machine shared with
+another job); the loop is bounded in time and stopped at the end.
 Exit status 1 when any cell differed or failed in any run.
 """
 
@@ -30,7 +32,18 @@ def failed_cells(junit: Path) -> dict[str, str]:
     return failed
 
 
+# One core's worth of pure-Python work that ends by itself after `seconds`, however it is left.
+BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def busy_core(seconds: float) -> subprocess.Popen:
+    """Start and return a process that keeps one core busy for at most ``seconds``."""
+    return subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=float(seconds))])
+
+
 def main(argv: list[str]) -> int:
+    load = "--load" in argv
+    argv = [a for a in argv if a != "--load"]
     runs = int(argv[0]) if argv and argv[0].isdigit() else 3
     paths = [a for a in argv if not a.isdigit()] or ["notebooks", "solutions"]
     if runs < 1:
@@ -38,23 +51,41 @@ def main(argv: list[str]) -> int:
         return 2
     env = dict(os.environ, LOADERLAB_TEST_MODE="1")
     differing: Counter[str] = Counter()
-    with tempfile.TemporaryDirectory(prefix="loaderlab-soak-") as tmp:
-        for run in range(1, runs + 1):
-            junit = Path(tmp) / f"run{run}.xml"
-            subprocess.run([sys.executable, "-m", "pytest", "-q", *paths, f"--junitxml={junit}"],
-                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if not junit.exists():
-                print(f"run {run}: pytest produced no report")
-                return 1
-            failed = failed_cells(junit)
-            differing.update(failed.keys())
-            print(f"run {run}/{runs}: {len(failed)} differing or failing cells")
-            for cell, detail in failed.items():  # printed now: the reports go with the temp dir
-                print(f"  {cell}:\n    " + detail.replace("\n", "\n    "))
-    print(f"soak: {len(differing)} differing cells over {runs} runs")
+    # Bounded by the suite's own worst case (27 notebooks x 45 s budget) per run, plus margin.
+    loader = busy_core(runs * 1800) if load else None
+    if load:
+        print("one core kept busy by a background loop while the suite runs")
+    try:
+        with tempfile.TemporaryDirectory(prefix="loaderlab-soak-") as tmp:
+            differing = _soak(runs, paths, env, Path(tmp), differing)
+    finally:
+        if loader is not None:
+            loader.kill()
+            loader.wait()
+    if differing is None:
+        return 1
+    print(f"soak: {len(differing)} differing cells over {runs} runs" + (" (one core busy)" if load else ""))
     for cell, count in sorted(differing.items()):
         print(f"  {cell}  (in {count} of {runs} runs)")
     return 1 if differing else 0
+
+
+def _soak(runs: int, paths: list[str], env: dict[str, str], tmp: Path,
+          differing: Counter[str]) -> Counter[str] | None:
+    """Run the suite ``runs`` times; return every failing cell with its count (None: no report)."""
+    for run in range(1, runs + 1):
+        junit = tmp / f"run{run}.xml"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", *paths, f"--junitxml={junit}"],
+                       cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not junit.exists():
+            print(f"run {run}: pytest produced no report")
+            return None
+        failed = failed_cells(junit)
+        differing.update(failed.keys())
+        print(f"run {run}/{runs}: {len(failed)} differing or failing cells", flush=True)
+        for cell, detail in failed.items():  # printed now: the reports go with the temp dir
+            print(f"  {cell}:\n    " + detail.replace("\n", "\n    "), flush=True)
+    return differing
 
 
 if __name__ == "__main__":
