@@ -1,8 +1,8 @@
 """Worker failures reproduced safely: inherited locks, crashes, stack dumps, stale state, exit.
 
 Everything a worker runs lives here (not in a notebook cell) so that ``spawn`` workers can
-unpickle it. Every deliberate hang is bounded: a dataset that waits on a lock gives up after
-``give_up_s`` seconds, and ``interpreter_exit`` kills a child that does not exit in time.
+unpickle it. Every deliberate hang is bounded: a lock wait gives up after ``give_up_s``, a child
+that does not exit in time is killed, and ``run_bounded`` stops a demo child at its bound.
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import inspect
+import multiprocessing
 import os
+import pickle
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -589,3 +593,220 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+# ------------------------------------------------------------------- bounded children
+
+_CHILD_CODE = "import sys; from loaderlab.failures import _bounded_child_main; _bounded_child_main(sys.argv[1])"
+_SELF_BOUND_SLACK_S = 30.0  # an orphaned child (its parent died) ends itself this long after its bound
+_DUMP_WAIT_S = 1.0  # how long an overrunning child gets to write its stack before it is killed
+
+
+@dataclass
+class ChildReport:
+    """What a bounded child did: the value its function returned, or why there is none."""
+
+    function: str  # "module.name" of the function it ran
+    bound_s: float
+    seconds: float  # from its start until it exited or was stopped
+    overran: bool  # still running at bound_s: stopped, with every process in its group
+    returncode: int | None
+    value: Any = None
+    error: str | None = None  # "Type: message" of what the function raised, or why no value came
+    stuck_at: list[str] = field(default_factory=list)  # an overrun child's main thread, innermost first
+    log: str = field(default="", repr=False)  # what the child and its workers wrote to stdout/stderr
+
+    @property
+    def finished(self) -> bool:
+        """True if the function returned a value within the bound."""
+        return not self.overran and self.error is None
+
+    def summary(self) -> str:
+        """Return one line: finished within the bound, overran it and was stopped, or failed."""
+        if self.overran:
+            where = f" (stuck at {self.stuck_at[0]})" if self.stuck_at else ""
+            return f"the demo overran its {self.bound_s:g} s bound and was stopped{where}"
+        if self.error is not None:
+            return f"the demo failed in its child process: {self.error.splitlines()[0]}"
+        return f"the demo finished within its {self.bound_s:g} s bound"
+
+
+class BoundedChild:
+    """A fresh Python, started at once in its own process group, that runs one importable
+    function; ``report()`` waits for it and returns a ChildReport.
+
+    Arguments and the result travel pickled (through files), so they may be DataLoaders,
+    datasets and tensors. The child uses ``start_method`` for its DataLoader workers (None:
+    Python's default). It is stopped at ``bound_s`` seconds after its start: first asked for
+    its stack (SIGUSR1, ``faulthandler``), then killed with every process in its group (its
+    workers, a forkserver, a resource tracker); after a normal exit the group is killed too,
+    so no process outlives ``report()``. A child whose parent dies ends itself
+    ``_SELF_BOUND_SLACK_S`` after its bound. A command ``prefix`` (``unshare ...``) may wrap it.
+    """
+
+    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...] = (),
+                 kwargs: dict[str, Any] | None = None, bound_s: float = 30.0,
+                 start_method: str | None = None, prefix: list[str] | None = None) -> None:
+        module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+        if not callable(function) or module in (None, "__main__") or "<" in name:
+            raise ValueError("function must be a function defined at the top level of an importable "
+                             f"module (not in a notebook cell), got {function!r}")
+        self.bound_s = require_seconds(bound_s, "bound_s", positive=True)
+        if start_method is not None and start_method not in multiprocessing.get_all_start_methods():
+            raise ValueError(f"start_method must be one of {multiprocessing.get_all_start_methods()}, "
+                             f"got {start_method!r}")
+        self.function = f"{module}.{name}"
+        self._dir = Path(tempfile.mkdtemp(prefix="loaderlab-child-"))
+        self._paths = {key: self._dir / key for key in ("payload", "result", "log", "stack")}
+        try:
+            with open(self._paths["payload"], "wb") as handle:  # fails if an argument cannot pickle
+                pickle.dump((function, tuple(args), dict(kwargs or {}), start_method, self.bound_s,
+                             str(self._paths["result"]), str(self._paths["stack"])), handle)
+        except BaseException:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        with open(self._paths["log"], "wb") as log:
+            self.started = time.monotonic()
+            self.process = subprocess.Popen(
+                [*(prefix or []), sys.executable, "-c", _CHILD_CODE, str(self._paths["payload"])],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._report: ChildReport | None = None
+
+    def report(self) -> ChildReport:
+        """Return the ChildReport, waiting for the child (at most until its bound) first."""
+        if self._report is not None:
+            return self._report
+        pid = self.process.pid
+        try:
+            exited = _wait_for_exit(self.process, self.started + self.bound_s)
+            if not exited:  # ask for its stack (faulthandler), give it a moment to write it
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGUSR1)
+                _wait_for_exit(self.process, time.monotonic() + _DUMP_WAIT_S)
+        finally:  # also on KeyboardInterrupt: nothing of the child may outlive this call
+            _kill_group(pid)
+            self.process.wait()
+        seconds = time.monotonic() - self.started
+        self._report = self._read(overran=not exited, seconds=seconds)
+        shutil.rmtree(self._dir, ignore_errors=True)
+        return self._report
+
+    def result(self) -> Any:
+        """Return the function's value; raise RuntimeError if the child overran or failed."""
+        report = self.report()
+        if report.overran:
+            raise RuntimeError(f"child did not finish within {report.bound_s:.0f} s")
+        if report.error is not None:
+            raise RuntimeError(f"child failed: {report.error}")
+        return report.value
+
+    def _read(self, overran: bool, seconds: float) -> ChildReport:
+        log = self._paths["log"].read_text(errors="replace")
+        value, error = None, None
+        try:
+            with open(self._paths["result"], "rb") as handle:
+                kind, value = pickle.load(handle)
+            if kind == "raised":
+                value, error = None, value
+        except (OSError, EOFError, pickle.UnpicklingError):
+            tail = "\n".join(log.strip().splitlines()[-5:])
+            error = None if overran else f"exited with code {self.process.returncode} and no result: {tail}"
+        stuck_at: list[str] = []
+        if overran and self._paths["stack"].exists():
+            blocks = [b for b in self._paths["stack"].read_text(errors="replace").split("\n\n") if "File" in b]
+            if blocks:  # faulthandler lists the newest thread first: the main thread is the last
+                stuck_at = [f"{Path(f).name}:{line} in {func}" for f, line, func in _FRAME.findall(blocks[-1])]
+        return ChildReport(self.function, self.bound_s, seconds, overran, self.process.returncode,
+                           value, error, stuck_at, log)
+
+    def __del__(self) -> None:  # a child that is never read is not left running
+        if getattr(self, "_report", True) is None:
+            _kill_group(self.process.pid)
+            self.process.wait()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def run_bounded(function: Callable[..., Any], *args: Any, bound_s: float = 30.0,
+                start_method: str | None = "same", prefix: list[str] | None = None,
+                **kwargs: Any) -> BoundedChild:
+    """Return a started BoundedChild that runs ``function(*args, **kwargs)`` in a fresh Python
+    and is stopped, with all its processes, after ``bound_s`` seconds; call ``.report()``.
+
+    Its DataLoader workers start the way this process's would (``start_method="same"``), or
+    by ``start_method`` (None: Python's default). ``function`` and its arguments must pickle;
+    ``bound_s``, ``start_method`` and ``prefix`` are this function's own keywords.
+    """
+    if start_method == "same":
+        start_method = multiprocessing.get_start_method()
+    return BoundedChild(function, args, kwargs, bound_s=bound_s, start_method=start_method, prefix=prefix)
+
+
+def consume_each(loaders: dict[str, DataLoader], max_batches: int | None = None) -> dict[str, Outcome]:
+    """Return ``{name: Outcome}``: ``consume`` each loader in turn (one fresh Python, several
+    demos: a bounded child's function)."""
+    if not isinstance(loaders, dict) or not loaders:
+        raise TypeError("loaders must be a non-empty dict of DataLoaders")
+    return {name: consume(loader, max_batches) for name, loader in loaders.items()}
+
+
+def _bounded_child_main(payload_path: str) -> None:
+    """Run in the child: load the payload, apply the start method, call, write the result."""
+    with open(payload_path, "rb") as handle:
+        head = pickle.load(handle)  # may fail: an argument this fresh Python cannot import
+    function, args, kwargs, start_method, bound_s, result_path, stack_path = head
+    stack_file = open(stack_path, "w")  # noqa: SIM115 - must stay open for faulthandler
+    _DUMP_FILES.append(stack_file)
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    faulthandler.dump_traceback_later(bound_s + _SELF_BOUND_SLACK_S, exit=True)  # orphaned: end
+    if start_method is not None:
+        multiprocessing.set_start_method(start_method, force=True)
+    try:
+        outcome: tuple[str, Any] = ("value", function(*args, **kwargs))
+        data = pickle.dumps(outcome)
+    except Exception as exc:  # reported to the parent, like the value
+        data = pickle.dumps(("raised", readable(f"{type(exc).__name__}: {exc}")))
+        exc.__traceback__ = None
+    partial = result_path + ".partial"
+    with open(partial, "wb") as handle:
+        handle.write(data)
+    os.replace(partial, result_path)  # the parent never reads half a result
+
+
+def _wait_for_exit(process: subprocess.Popen, deadline: float) -> bool:
+    """Return True once ``process`` has exited, False at ``deadline``. The exited child is
+    left unreaped (``WNOWAIT``), so its pid, and so its process group id, cannot be reused
+    before ``_kill_group``."""
+    while True:
+        if process.returncode is not None:
+            return True
+        if hasattr(os, "waitid"):
+            try:
+                if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+            except ChildProcessError:  # already reaped
+                return True
+        elif process.poll() is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _kill_group(pgid: int, wait_s: float = 5.0) -> None:
+    """Kill every process in group ``pgid``; return once none of them runs (at most ``wait_s``)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    while _group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # SIGKILL is delivered, not waited for
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Return the pids of the processes in group ``pgid`` that are not zombies."""
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+    return members

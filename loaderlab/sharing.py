@@ -1,6 +1,7 @@
 """How worker batches reach the main process: shared-memory segments, the file descriptors
-that keep them alive, the two sharing strategies of ``torch.multiprocessing``, and bounded
-reproductions of "Too many open files" and a full ``/dev/shm`` run in child processes.
+that keep them alive, the two sharing strategies of ``torch.multiprocessing``, and
+reproductions of "Too many open files" and a full ``/dev/shm`` run in bounded child processes
+(``run_child``, built on ``failures.run_bounded``).
 
 Everything a child or a worker runs lives here, so ``spawn`` workers can unpickle it. The
 children never change this process: the descriptor limit is lowered inside the child only,
@@ -10,7 +11,6 @@ and a small ``/dev/shm`` is a private tmpfs mounted in the child's own mount nam
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
@@ -27,6 +27,7 @@ import torch
 import torch.multiprocessing as torch_mp
 from torch.utils.data import DataLoader
 
+from loaderlab.failures import BoundedChild, run_bounded
 from loaderlab.loaders import require_loader, require_positive, stop_workers
 from loaderlab.workers import (
     SHM_PATH,
@@ -35,7 +36,6 @@ from loaderlab.workers import (
     shared_memory_used_mb,
 )
 
-RESULT_MARKER = "LOADERLAB-RESULT "
 _SEGMENT = re.compile(r"torch_\d+_\d+(_\d+)?")
 _PIDS = re.compile(r"\bpid(\(s\))? \d+(, \d+)*")
 _WORKER_ID = re.compile(r"\bworker process \d+")
@@ -340,46 +340,19 @@ def private_shm_prefix(shm_mb: int = 64) -> list[str] | None:
     return prefix
 
 
-class Child:
-    """A running ``python -c`` child that calls one function of this module; ``result()``
-    waits for it (killing it after ``timeout_s``) and returns what the function returned."""
-
-    def __init__(self, function: str, kwargs: dict[str, Any], timeout_s: float = 90.0,
-                 shm_mb: int | None = None) -> None:
-        if not isinstance(function, str) or not callable(globals().get(function)):
-            raise ValueError(f"function must name a function of loaderlab.sharing, got {function!r}")
-        require_positive(timeout_s, "timeout_s", integer=False)
-        code = (f"import json, loaderlab.sharing as s; "
-                f"print({RESULT_MARKER!r} + json.dumps(s.{function}(**json.loads({json.dumps(kwargs)!r}))))")
-        command = [sys.executable, "-c", code]
-        if shm_mb is not None:
-            prefix = private_shm_prefix(shm_mb)
-            if prefix is None:
-                raise RuntimeError("a private /dev/shm cannot be mounted here (needs Linux and unshare)")
-            command = [*prefix, *command]
-        self.timeout_s = float(timeout_s)
-        self.started = time.monotonic()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, start_new_session=True)
-
-    def result(self) -> Any:
-        """Return the function's value (decoded JSON); raise RuntimeError if the child failed."""
-        left = max(1.0, self.timeout_s - (time.monotonic() - self.started))
-        try:
-            out, err = self.process.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, 9)
-            self.process.communicate()
-            raise RuntimeError(f"child did not finish within {self.timeout_s:.0f} s") from None
-        for line in out.splitlines():
-            if line.startswith(RESULT_MARKER):
-                return json.loads(line[len(RESULT_MARKER):])
-        tail = "\n".join(err.strip().splitlines()[-5:])
-        raise RuntimeError(f"child exited with code {self.process.returncode}: {tail}")
-
-
-def run_child(function: str, timeout_s: float = 90.0, shm_mb: int | None = None, **kwargs: Any) -> Child:
-    """Return a started Child that runs ``loaderlab.sharing.<function>(**kwargs)`` in a fresh
-    Python (optionally with a private ``shm_mb`` MB ``/dev/shm``); call ``.result()``."""
-    return Child(function, kwargs, timeout_s=timeout_s, shm_mb=shm_mb)
-
+def run_child(function: str, timeout_s: float = 90.0, shm_mb: int | None = None,
+              **kwargs: Any) -> BoundedChild:
+    """Return a started ``failures.BoundedChild`` that runs ``loaderlab.sharing.<function>(**kwargs)``
+    in a fresh Python (optionally with a private ``shm_mb`` MB ``/dev/shm``), stopped with all
+    its processes after ``timeout_s`` seconds; call ``.result()``. Its workers use Python's
+    default start method."""
+    target = globals().get(function) if isinstance(function, str) else None
+    if not callable(target) or getattr(target, "__module__", None) != __name__:
+        raise ValueError(f"function must name a function of loaderlab.sharing, got {function!r}")
+    require_positive(timeout_s, "timeout_s", integer=False)
+    prefix = None
+    if shm_mb is not None:
+        prefix = private_shm_prefix(shm_mb)
+        if prefix is None:
+            raise RuntimeError("a private /dev/shm cannot be mounted here (needs Linux and unshare)")
+    return run_bounded(target, bound_s=timeout_s, start_method=None, prefix=prefix, **kwargs)
