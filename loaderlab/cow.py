@@ -7,6 +7,7 @@ that workers started with ``spawn`` or ``forkserver`` can unpickle them.
 from __future__ import annotations
 
 import gc
+import mmap
 import multiprocessing
 import sys
 import time
@@ -21,15 +22,20 @@ from matplotlib.axes import Axes
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.datasets import MetadataDataset
-from loaderlab.loaders import require_positive
+from loaderlab.env import can_fork
+from loaderlab.loaders import require_positive, stop_workers
 from loaderlab.measure import MemoryRecord, WorkerMemorySampler
 
 MB = 1024 * 1024
+_GC_HEAD_BYTES = 16  # sizeof(PyGC_Head) on 64-bit CPython: two pointers just before the object
 
 
-def fork_available() -> bool:
-    """Return True if this platform can start processes with ``fork`` (Linux, macOS; not Windows)."""
-    return "fork" in multiprocessing.get_all_start_methods()
+class NoForkHere(RuntimeError):
+    """Raised where a measurement asks for fork on a platform that has none (Windows). In
+    Jupyter it shows as its one sentence (IPython prints what ``_render_traceback_`` returns)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def list_size_mb(rows: list[str]) -> float:
@@ -203,11 +209,15 @@ class WorkerStart:
     The gate lets a memory sampler read every worker before it fetches anything, so that
     "growth" is measured from the worker's state right after it was started. ``collect=True``
     does at once what CPython's collector does by itself after enough allocations: a
-    full collection, which writes into the header of every tracked container object.
+    full collection, which writes into the header of every tracked container object. Given
+    ``collect_mb`` (a shared array of floats, one per worker, e.g. ``multiprocessing.Array``),
+    the worker stores there how much its USS grew during that collection alone (MB): read
+    just before and just after it, so nothing else the worker or its parent does counts.
     """
 
     def __init__(
-        self, gate: Any = None, collect: bool = False, pause_s: float = 0.0, gate_timeout_s: float = 60.0
+        self, gate: Any = None, collect: bool = False, pause_s: float = 0.0, gate_timeout_s: float = 60.0,
+        collect_mb: Any = None,
     ) -> None:
         for name, value in (("pause_s", pause_s), ("gate_timeout_s", gate_timeout_s)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
@@ -216,7 +226,9 @@ class WorkerStart:
             raise TypeError(f"collect must be a bool, got {type(collect).__name__}")
         if gate is not None and not callable(getattr(gate, "wait", None)):
             raise TypeError(f"gate must be an Event (with .wait), got {type(gate).__name__}")
-        self.gate, self.collect = gate, collect
+        if collect_mb is not None and not (collect and hasattr(collect_mb, "__setitem__")):
+            raise ValueError("collect_mb needs collect=True and a shared array (one float per worker)")
+        self.gate, self.collect, self.collect_mb = gate, collect, collect_mb
         self.pause_s, self.gate_timeout_s = float(pause_s), float(gate_timeout_s)
 
     def __call__(self, worker_id: int) -> None:
@@ -224,11 +236,28 @@ class WorkerStart:
             self.gate.wait(self.gate_timeout_s)
         time.sleep(self.pause_s)
         if self.collect:
+            before = _uss_mb()
             gc.collect()
+            added = _uss_mb() - before
+            if self.collect_mb is not None:
+                self.collect_mb[worker_id] = added
 
     def __repr__(self) -> str:
         gated = self.gate is not None
         return f"WorkerStart(gated={gated}, collect={self.collect}, pause_s={self.pause_s})"
+
+
+def tracked_pages() -> tuple[int, float]:
+    """Return ``(objects, mb)``: how many objects the garbage collector tracks in this process,
+    and the size (MB) of the distinct memory pages that hold their GC headers.
+
+    A full collection writes into every one of those headers (``update_refs`` in
+    ``Modules/gcmodule.c``), so a forked worker that collects copies about ``mb`` of pages.
+    Objects moved out of the collector's reach by ``gc.freeze()`` are not counted (nor written).
+    """
+    objects = gc.get_objects()
+    pages = {(id(obj) - _GC_HEAD_BYTES) // mmap.PAGESIZE for obj in objects}
+    return len(objects), len(pages) * mmap.PAGESIZE / MB
 
 
 @dataclass
@@ -243,6 +272,9 @@ class EpochMemory:
     worker_peak_uss_mb: list[float]
     peak_total_pss_mb: float | None
     seconds: float
+    collect_mb: list[float] | None = None  # per worker: USS its full collection added (collect=True)
+    tracked_objects: int | None = None  # objects the collector tracked here as the workers started
+    tracked_pages_mb: float | None = None  # ... and the pages holding them: what a collection writes
 
     def worker_records(self) -> list[MemoryRecord]:
         """Return the readings of the workers only (the main process left out)."""
@@ -282,34 +314,47 @@ def epoch_memory(
     """Return per-worker USS growth, peak USS and peak total PSS over one shuffled epoch.
 
     The loader uses ``shuffle=True`` (seeded), ``batch_size`` and ``num_workers`` workers
-    started with ``context`` (None = this process's start method). Each worker waits at a
-    gate until the sampler has read it once, so that reading precedes any fetch (then runs a
-    full garbage collection if ``collect``, see ``WorkerStart``); the main process waits
-    ``step_s`` per batch (a training step) and takes a last reading after the final batch,
-    while the workers are still alive. A full garbage collection runs in this process first.
+    started with ``context`` (None = this process's start method; ``"fork"`` raises
+    ``NoForkHere`` on Windows). Each worker waits at a gate until the sampler has read it
+    once, so that reading precedes any fetch (then runs a full garbage collection if
+    ``collect``, and reports the USS that collection alone added: ``collect_mb``, to compare
+    with ``tracked_pages_mb``, see ``WorkerStart`` and ``tracked_pages``); the main process
+    waits ``step_s`` per batch (a training step) and takes a last reading after the final
+    batch, while the workers are still alive. A full garbage collection runs here first.
     """
     require_positive(num_workers, "num_workers")
     require_positive(batch_size, "batch_size")
+    if context == "fork" and not can_fork():
+        raise NoForkHere("this platform has no fork (Windows), so workers never share this process's "
+                         "memory: there is no copy-on-write to measure (notebook 06, section 7 runs here)")
     if context is not None and context not in multiprocessing.get_all_start_methods():
         raise ValueError(f"context {context!r} is not available here: {multiprocessing.get_all_start_methods()}")
-    gate = multiprocessing.get_context(context).Event()
+    mp = multiprocessing.get_context(context)
+    gate, collected = mp.Event(), mp.Array("d", num_workers) if collect else None
     loader = DataLoader(
         dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
-        generator=torch.Generator().manual_seed(seed), worker_init_fn=WorkerStart(gate, collect),
-        multiprocessing_context=context,
+        generator=torch.Generator().manual_seed(seed), multiprocessing_context=context,
+        worker_init_fn=WorkerStart(gate, collect, collect_mb=collected),
     )
     # Collect here first: a worker inherits the collector's counters, and a full collection
     # that was nearly due would otherwise run in the worker before its first reading.
     gc.collect()
+    tracked = tracked_pages() if collect else (None, None)
     start = time.perf_counter()
-    with WorkerMemorySampler() as sampler:
-        iterator = iter(loader)  # starts the workers, which wait at the gate
-        sampler.sample()
-        gate.set()
-        for i, _batch in enumerate(iterator):
-            time.sleep(step_s)
-            if i == len(loader) - 1:
-                sampler.sample()
+    iterator = iter(loader)  # starts the workers, which wait at the gate
+    try:
+        with WorkerMemorySampler() as sampler:
+            sampler.sample()
+            gate.set()
+            for _ in range(len(loader)):
+                next(iterator)
+                time.sleep(step_s)
+            sampler.sample()  # the last reading, while the workers are still alive
+        # Stop them only now, unobserved: while one worker exits, the pages it still shared
+        # with the other (not with this process, which wrote its own copy) become the
+        # other's alone, so its USS jumps by megabytes that no reading of the epoch saw.
+    finally:
+        stop_workers(iterator)
         del iterator
     seconds = time.perf_counter() - start
     growth = sampler.worker_uss_growth_mb()
@@ -326,6 +371,9 @@ def epoch_memory(
         worker_peak_uss_mb=[peaks[p] for p in pids],
         peak_total_pss_mb=sampler.peak_total_pss_mb(),
         seconds=seconds,
+        collect_mb=list(collected) if collected is not None else None,
+        tracked_objects=tracked[0],
+        tracked_pages_mb=tracked[1],
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+
 import numpy as np
 import pytest
 import torch
@@ -173,11 +175,26 @@ def test_stub_is_pending_and_a_crash_is_one_line(capsys):
 
 
 def test_without_fork_only_the_items_are_checked_and_the_output_says_so(capsys, monkeypatch):
-    monkeypatch.setattr(memory, "start_method", lambda: "spawn")
+    monkeypatch.setattr(memory, "can_fork", lambda: False)  # Windows
     ok, out = verdict(capsys, KeepsList, n_rows=20_000)  # wrong for memory, but not measurable
-    assert ok and out.endswith("(memory not measured: needs fork)"), out
+    assert ok and out.endswith("(memory not measured: this platform has no fork)"), out
     ok, out = verdict(capsys, Stripped, n_rows=20_000)
     assert not ok and "strips the row" in out, out
+
+
+@pytest.fixture
+def spawn_by_default():
+    """This process's default start method is spawn (as on macOS) for the test's duration."""
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("spawn", force=True)
+    yield
+    multiprocessing.set_start_method(before, force=True)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
+def test_memory_is_measured_with_fork_also_where_the_default_is_spawn(capsys, spawn_by_default):
+    ok, out = verdict(capsys, KeepsList)
+    assert not ok and "a forked worker's private memory grew by" in out, out
 
 
 # ------------------------------------------------------------------------- helpers
