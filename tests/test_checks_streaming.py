@@ -116,7 +116,7 @@ def a_list(n, rank=0, world_size=1):
 def test_correct_datasets_are_accepted(capsys, no_leaked_workers):
     for candidate in (Strided, Blocks):
         out = _verdict(capsys, candidate)
-        assert out.startswith("✅") and "8 setups, real workers" in out, out
+        assert out.startswith("✅") and "8 setups, real forked workers" in out, out
 
 
 @pytest.mark.parametrize(("candidate", "phrase"), [
@@ -139,7 +139,7 @@ def test_wrong_datasets_are_rejected_with_their_reason(capsys, no_leaked_workers
 
 
 def test_without_fork_workers_are_simulated_in_process(capsys, monkeypatch, no_leaked_workers):
-    monkeypatch.setattr(streaming, "fork_available", lambda: False)
+    monkeypatch.setattr(streaming, "can_fork", lambda: False)  # Windows
     assert "simulated in-process" in _verdict(capsys, Strided)
     assert "ranks 0 and 1 both yield item 0" in _verdict(capsys, WorkerOnly)
     assert "arrives 2 times from one rank" in _verdict(capsys, RankOnly)

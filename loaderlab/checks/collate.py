@@ -14,7 +14,6 @@ length.
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from loaderlab.collate import pad_collate as reference_pad_collate
 from loaderlab.collate import padding_waste
 from loaderlab.data import make_token_sequences
 from loaderlab.datasets import TokenDataset
+from loaderlab.env import can_fork
 
 PAD_HINT = "Hint: notebook 05, section 2 '`pad_collate`: padded ids, an attention mask, labels'."
 BUCKET_HINT = "Hint: notebook 05, section 4 'Padding waste, and length bucketing'."
@@ -50,10 +50,6 @@ def pad_check_samples() -> list[tuple[torch.Tensor, int]]:
         ([2, 2, 2, 2, 2], 0), ([9], 1), ([3, 0, 4, 5, 0, 0], 1), ([1, 1, 1, 1, 1, 1, 7], 2),  # 7
     ]
     return [(torch.tensor(tokens, dtype=torch.long), label) for tokens, label in rows]
-
-
-def _fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _left_padded(reference: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,7 +141,7 @@ def check_pad_collate(pad_collate: Callable[[list], Any]) -> str:
         raise Wrong(f"the loader yielded {len(outputs)} batches instead of {len(batches)}. {PAD_HINT}")
     for k, (out, batch) in enumerate(zip(outputs, batches, strict=True)):
         _diagnose_pad(out, batch, f"In batch {k},")
-    if not _fork_available():
+    if not can_fork():
         return "pads, masks and labels every batch exactly (workers not checked: no fork here)"
     # A collate_fn defined in a notebook cell lives in __main__, which a spawned worker cannot
     # import; fork copies the process, so the workers find it.

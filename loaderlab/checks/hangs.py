@@ -35,6 +35,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks.report import Wrong, checker, one_line
+from loaderlab.env import can_fork
 from loaderlab.loaders import rebuild, require_loader, require_positive, stop_workers
 
 GIVE_UP_S = 3.0  # a real client waits for ever; this one raises TimeoutError after this
@@ -165,13 +166,13 @@ class EpochUnderLock:
 
 
 def _bounded(loader: DataLoader) -> DataLoader:
-    """Return ``loader`` forked on platforms that fork by default (Linux) unless it chose its
+    """Return ``loader`` forked wherever fork exists (Linux, macOS) unless it chose its
     own start method, with a DataLoader timeout of at most LOADER_TIMEOUT_S seconds for forked
     workers (SPAWN_TIMEOUT_S for spawned ones: their first batch waits for a fresh Python to
     import torch)."""
     overrides: dict[str, Any] = {}
     context = loader.multiprocessing_context
-    if context is None and "fork" in multiprocessing.get_all_start_methods():
+    if context is None and can_fork():
         # Reproduce the Linux default even in a spawn session; it also lets workers run a
         # worker_init_fn defined in a notebook (__main__), which spawned workers cannot import.
         overrides["multiprocessing_context"] = context = "fork"

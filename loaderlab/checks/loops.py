@@ -9,7 +9,6 @@ one of which does not divide the data, then again with the loader rebuilt with 2
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.env import can_fork
 from loaderlab.loaders import rebuild, require_positive, same_batch, stop_workers
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
@@ -73,10 +73,6 @@ def manual_batches(
         chunk = list(order[start : start + batch_size])
         batches.append((torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])))
     return batches
-
-
-def _fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def collect_batches(loader: DataLoader) -> list[Any]:
@@ -162,7 +158,7 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
                         f"torch.utils.data.DataLoader. {HINT}")
         _diagnose(collect_batches(loader), expected, batch_size, f"With batch_size={batch_size},",
                   _requested_order(loader))
-    if not _fork_available():
+    if not can_fork():
         return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} "
                 "(workers not checked: this platform cannot fork)")
     sampler = shuffled_sampler(N_SAMPLES, 1)

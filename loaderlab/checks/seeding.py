@@ -9,7 +9,6 @@ DataLoaders and counts duplicated values exactly (two independent float64 draws 
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.env import can_fork
 from loaderlab.loaders import require_positive
 
 HINT = "Hint: notebook 07, section 'Fixes with `worker_init_fn`'"
@@ -108,12 +108,11 @@ def seeding_run(
     ``generator`` seeded with ``seed`` (workers forked when fork exists: the function may be
     defined in a notebook, which spawned workers cannot import)."""
     require_positive(epochs, "epochs")
-    fork = "fork" in multiprocessing.get_all_start_methods()
     loader = DataLoader(
         _ProbeDataset(), batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
         worker_init_fn=_ProbedInit(worker_init_fn or _no_reseed), timeout=20,
         generator=torch.Generator().manual_seed(seed), persistent_workers=persistent_workers,
-        multiprocessing_context="fork" if fork else None,
+        multiprocessing_context="fork" if can_fork() else None,
     )
     values, workers, rng_changed, np_changed = [], [], False, False
     try:
@@ -166,7 +165,7 @@ def _duplicates_wrong(run: SeedingRun, where: str) -> Wrong:
 def check_worker_init_fn(candidate: Callable[[int], Any]) -> str:
     """Return a confirmation if ``candidate`` makes 2 workers draw distinct augmentation values,
     different every epoch (persistent workers or not), and the same values for the same seed."""
-    if "fork" not in multiprocessing.get_all_start_methods() and candidate.__module__ == "__main__":
+    if not can_fork() and candidate.__module__ == "__main__":
         raise Wrong(
             "here workers start with spawn and cannot import a function defined in a notebook: "
             "save worker_init_fn in a .py file next to the notebook, import it and check that"

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import multiprocessing
 import operator
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,6 +19,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data._utils import worker as _worker
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.env import can_fork
 from loaderlab.loaders import stop_workers
 
 HINT_WORKERS = "Hint: notebook 11, section '2. Shard the stream per worker'."
@@ -29,11 +28,6 @@ N = 29  # prime: divisible by no world size, no worker count and no product of t
 WORLD_SIZES = (1, 2)
 NUM_WORKERS = (0, 1, 2, 3)
 TIMEOUT_S = 10.0
-
-
-def fork_available() -> bool:
-    """Return True where DataLoader workers can be forked (Linux); False on macOS/Windows."""
-    return "fork" in multiprocessing.get_all_start_methods() and sys.platform.startswith("linux")
 
 
 def _item(value: Any, where: str) -> int:
@@ -56,7 +50,7 @@ def _item(value: Any, where: str) -> int:
 @contextlib.contextmanager
 def _simulated_worker(dataset: IterableDataset, worker_id: int, num_workers: int) -> Iterator[None]:
     # What torch.utils.data._utils.worker._worker_loop sets in a real worker, so that
-    # get_worker_info() answers the same in this process (used only where fork is unavailable).
+    # get_worker_info() answers the same in this process (used only where fork does not exist: Windows).
     _worker._worker_info = _worker.WorkerInfo(
         id=worker_id, num_workers=num_workers, seed=worker_id, dataset=dataset)
     try:
@@ -68,7 +62,7 @@ def _simulated_worker(dataset: IterableDataset, worker_id: int, num_workers: int
 def _read(dataset: IterableDataset, num_workers: int, limit: int, where: str) -> list[int]:
     """Return the items a DataLoader with ``num_workers`` delivers from ``dataset`` (at most
     ``limit``, so that a stream that never ends cannot hang the checker)."""
-    if num_workers and not fork_available():
+    if num_workers and not can_fork():
         readers: list[Any] = []
         for w in range(num_workers):
             with _simulated_worker(dataset, w, num_workers):
@@ -176,7 +170,8 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
     exactly once over all ranks and workers; raise Wrong with the first problem found.
 
     Tried: n=29, world sizes 1 and 2 (ranks simulated in this process), num_workers 0-3 (real
-    forked workers; simulated in-process where fork is unavailable), and a second epoch. Items
+    forked workers wherever fork exists, Linux and macOS; simulated in-process on Windows), and
+    a second epoch. Items
     may be ints or 0-d integer tensors.
     """
     readings = _readings(make_dataset)
@@ -188,6 +183,6 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
         raise Wrong(f"a second epoch over the same dataset delivered {len(again)} of {N} "
                     f"items: create the iterator inside __iter__, not in __init__. "
                     f"{HINT_WORKERS}")
-    how = "real workers" if fork_available() else "workers simulated in-process (no fork here)"
+    how = "real forked workers" if can_fork() else "workers simulated in-process (no fork here)"
     return (f"all {N} items arrive exactly once for world sizes {list(WORLD_SIZES)} × "
             f"num_workers {list(NUM_WORKERS)} ({len(readings)} setups, {how})")
