@@ -27,15 +27,15 @@ lab: setup
 COMPARE = $(shell $(PY) -c "import sys; print(int(sys.platform.startswith('linux') and sys.version_info[:2] == (3, 11)))")
 NBVAL = $(if $(filter 1,$(COMPARE)),,--nbval-lax)
 
-# Everything: lint first (seconds), unit tests (2 processes; tests that time things run one
-# after another in one group, see tests/conftest.py), nbval on notebooks/ and solutions/ one
+# Everything: lint first (seconds), unit tests (2 processes, a module per process at a time; the longest
+# modules first, see tests/conftest.py), nbval on notebooks/ and solutions/ one
 # at a time (the 45 s budget assumes a notebook does not share the CPU with another), then
 # the notebooks again with workers started by forkserver, torch preloaded (2 at a time,
 # outputs not compared): objects cross to workers pickled, as under spawn. Stops at the first
 # failing step. `make test-spawn` runs every notebook under real spawn (about 9 minutes).
 test: setup
 	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadgroup tests
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope tests
 	@test "$(COMPARE)" = 1 || echo "outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode"
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest $(NBVAL) notebooks solutions
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m forkserver --durations=5 tests/test_course_guarantees.py
@@ -46,7 +46,7 @@ test-spawn: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
 
 unit: setup
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadgroup tests
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope tests
 
 notebooks: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest $(NBVAL) notebooks solutions
