@@ -78,14 +78,15 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "speed.caching": ("04_custom_dataset_and_caching.ipynb", "## 2. Caching decoded tensors in memory"),
 }
 
-PROBES = ("pickling", "iterable", "batches", "random", "persistent", "distributed", "speed")
+PROBES = ("pickling", "iterable", "batches", "random", "persistent", "distributed", "containers", "speed")
+MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
 
 
 # code -> the probe that measures it (``doctor(..., probes=[probe_for(code)])`` runs only that one)
 _PROBE_OF = {
     "pickle": "pickling", "batch": "batches", "iterable.duplicates": "iterable",
     "iterable.partial_batches": "batches", "random": "random", "persistent": "persistent",
-    "distributed": "distributed", "memory": "speed", "speed": "speed",
+    "distributed": "distributed", "memory.python_container": "containers", "memory": "speed", "speed": "speed",
 }
 
 
@@ -301,6 +302,7 @@ class _Doctor:
         self.workers_ok = True  # False once pickling fails under spawn/forkserver
         self.stream_duplicates = False
         self.startup_s = 0.0  # longest wait seen for a first item from new workers
+        self.memory_workers = 0  # num_workers of the speed pass whose workers' memory was sampled
 
     def started(self, seconds: float) -> None:
         """Note how long new workers took to deliver their first item (start-up included)."""
@@ -490,26 +492,43 @@ class _Doctor:
             return  # the samples are (mostly) deterministic: nothing to compare
         doubled = [i for i in masks for _ in range(2)]
         nw = max(2, self.loader.num_workers)
-        probe = _probe_loader(
-            self.loader, ProbeDataset(self.dataset, whole=True), doubled, num_workers=nw, persistent_workers=False
-        )
+        wrapped = ProbeDataset(self.dataset, whole=True)
+        # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
+        loaders = [
+            _probe_loader(self.loader, wrapped, doubled, num_workers=nw, persistent_workers=False, in_order=True)
+        ]
+        # Epoch 2 needs fresh workers (a fresh start is what can repeat), but only one: worker 0
+        # fetching what it fetched in epoch 1, in the same order, draws the same values exactly
+        # when every epoch's workers start from the same generator state. Persistent workers
+        # continue their generators: no second epoch to compare. Without a between_epochs hook
+        # nothing changes between the epochs, so epoch 2's worker starts beside epoch 1's.
+        if not self.loader.persistent_workers:
+            loaders.append(_probe_loader(self.loader, wrapped, doubled[::nw], num_workers=1, persistent_workers=False))
+        together = self.between_epochs is None
         epochs: list[dict[tuple[int, int], Any]] = []
-        for epoch in range(2):
-            if epoch and not self.can_start_workers():
-                break
-            got = {}
+        iterators: dict[int, Any] = {}
+        try:
             t0 = time.perf_counter()
-            iterator = iter(probe)
-            try:
-                for index, worker, sample, _ in iterator:
-                    if not got:
+            if together:
+                iterators = {epoch: iter(probe) for epoch, probe in enumerate(loaders)}
+            for epoch, probe in enumerate(loaders):
+                if not together:
+                    if epoch and not self.can_start_workers():
+                        break
+                    t0 = time.perf_counter()
+                    iterators[epoch] = iter(probe)
+                got = {}
+                for index, worker, sample, _ in iterators[epoch]:
+                    if not got and not (together and epoch):  # epoch 2's worker started long ago
                         self.started(time.perf_counter() - t0)
                     got[(index, worker)] = sample
-            finally:
+                stop_workers(iterators.pop(epoch))
+                epochs.append(got)
+                self._epoch_hook(probe, epoch + 1)
+        finally:
+            for iterator in iterators.values():
                 stop_workers(iterator)
-                del iterator
-            epochs.append(got)
-            self._epoch_hook(probe, epoch + 1)
+            iterators.clear()
         first = epochs[0]
         by_index: dict[int, list[Any]] = {}
         for (index, _worker), sample in first.items():
@@ -527,8 +546,7 @@ class _Doctor:
                 "(loaderlab.seeding.reseed_from_worker_info).",
                 pairs=pairs, values=dup,
             )
-        if len(epochs) == 2 and not self.loader.persistent_workers:
-            # persistent workers continue their generators; only a fresh start can repeat
+        if len(epochs) == 2:
             common = [key for key in first if key in epochs[1]]
             across = [equal_positions(masks[key[0]], first[key], epochs[1][key]) for key in common]
             dup, compared = _common(across)
@@ -638,7 +656,6 @@ class _Doctor:
 
     # -- speed and worker memory --------------------------------------------------------
     def speed(self) -> None:
-        self.containers()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         if self.loader.num_workers > cores:
             self.add(
@@ -654,24 +671,52 @@ class _Doctor:
         counts = list(dict.fromkeys([user, *self.workers]))
         if self.stream_duplicates:
             counts = [user]
+        # 0 workers first: it starts no worker, and what a batch costs then decides which other
+        # counts are worth a start (_worth_a_pass)
+        if 0 in counts:
+            counts = [0, *(w for w in counts if w)]
         passes: dict[int, Pass] = {}
         growth: dict[int, float] = {}
-        for i, w in enumerate(counts):
+        i = 0
+        while i < len(counts):
+            w = counts[i]
             share = self.budget.left() / (len(counts) - i)
-            if passes and (share < 0.5 or (w > 0 and not self.can_start_workers())):
-                break
+            if passes and w != user and (share < 0.5 or (w > 0 and not self.can_start_workers())):
+                break  # your own setting is always measured
             copy = rebuild(self.loader, num_workers=w, persistent_workers=False)
-            self._timed(copy, w, share, passes, growth)
+            self._timed(copy, w, share, passes, growth, planned=counts)
             if w and passes[w].waits_s:
                 self.started(passes[w].waits_s[0])
+            if w == 0:
+                counts = self._worth_a_pass(counts, passes[0])
+            i += 1
         self._speed_findings(passes, growth, user)
         self._fetch_costs()
 
-    def _timed(self, copy: DataLoader, w: int, share: float, passes: dict[int, Pass], growth: dict[int, float]) -> None:
-        """Time one pass; one pass with 2+ workers also samples the workers' memory (not the pass
-        with your settings when another can: the sampler's thread takes CPU from the timing)."""
+    def _worth_a_pass(self, counts: list[int], zero: Pass) -> list[int]:
+        """Return the worker counts still worth a pass once 0 workers measured what a batch costs.
+
+        More workers than yours can only find ``speed.more_workers``, which needs batches costing
+        at least ``MATERIAL_MS`` to make: below that they are not started (each start costs
+        seconds under spawn). One pass with 2+ workers stays, for the workers' memory.
+        """
         user = self.loader.num_workers
-        others = [c for c in self.workers if c >= 2 and c != user]
+        rate = zero.steady_samples_per_s
+        if rate is None or 1000 * (sum(zero.sizes) / len(zero.sizes)) / rate >= MATERIAL_MS:
+            return counts
+        kept = [w for w in counts if w <= user]
+        if not any(w >= 2 for w in kept):
+            kept += [w for w in counts if w >= 2][:1]
+        return kept
+
+    def _timed(
+        self, copy: DataLoader, w: int, share: float, passes: dict[int, Pass], growth: dict[int, float],
+        planned: list[int],
+    ) -> None:
+        """Time one pass; one pass with 2+ workers also samples the workers' memory (not the pass
+        with your settings when another is planned: the sampler's thread takes CPU from the timing)."""
+        user = self.loader.num_workers
+        others = [c for c in planned if c >= 2 and c != user]
         sample_here = w >= 2 and not growth and (w != user or not others)
         if sample_here:
             before = {p.pid for p in live_workers()}
@@ -685,6 +730,7 @@ class _Doctor:
 
             with WorkerMemorySampler(interval_s=0.1) as sampler:
                 passes[w] = timed_pass(copy, self.max_batches, share, self.step_s, on_batch=read_memory)
+            self.memory_workers = w
             growth.update(_growth_after_start(sampler, before, marks[0] if marks else None))
         else:
             passes[w] = timed_pass(copy, self.max_batches, share, self.step_s)
@@ -706,7 +752,7 @@ class _Doctor:
                 self.add(
                     "warning", "memory.worker_growth",
                     f"a worker's private memory (USS) grew by {worst:.0f} MB while it fetched "
-                    f"{passes[next(w for w in passes if w >= 2)].batches} batches, without being asked to store anything.",
+                    f"{passes[self.memory_workers].batches} batches, without being asked to store anything.",
                     "Look for Python lists/dicts read by __getitem__ (copy-on-write) or caches filled in workers.",
                     mb=round(worst, 1),
                 )
@@ -899,7 +945,7 @@ def doctor(
     methods = {
         "pickling": doc.pickling, "batches": doc.batches, "iterable": doc.iterable_probe,
         "random": doc.random_probe, "persistent": doc.persistent, "distributed": doc.distributed,
-        "speed": doc.speed,
+        "containers": doc.containers, "speed": doc.speed,
     }
     ran, skipped = [], {}
     saved = _RandomState(loader)
@@ -913,7 +959,7 @@ def doctor(
             for name in steps:
                 if not doc.applies(name):
                     continue
-                if budget.left() <= 0 and name != "pickling":
+                if budget.left() <= 0 and name not in ("pickling", "containers"):  # no worker: instant
                     skipped[name] = "time budget spent"
                     continue
                 if name in ("iterable", "random", "persistent") and not doc.can_start_workers():

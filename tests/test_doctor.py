@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader, default_collate
+from torch.utils.data import DataLoader, default_collate, get_worker_info
 
 from loaderlab import doctor_examples as ex
 from loaderlab.__main__ import main
@@ -111,6 +111,41 @@ def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_lea
     )
     report = run(loader, probes=["random", "persistent"])
     assert report.codes("warning") == []
+    assert "compared_across_epochs" not in report.figures["random"]  # one epoch: nothing to compare
+
+
+def seed_from_worker_id(worker_id: int) -> None:
+    """A worker_init_fn that seeds the dataset's generator from the worker id: every epoch's
+    worker k draws what worker k drew in the epoch before."""
+    get_worker_info().dataset.rng = np.random.default_rng(worker_id)
+
+
+@pytest.mark.parametrize("hook", [None, lambda loader, epoch: None], ids=["together", "after-hook"])
+def test_a_generator_seeded_from_the_worker_id_repeats_across_epochs_only(hook, no_leaked_workers):
+    from loaderlab.seeding import HeldGeneratorDraws
+
+    loader = DataLoader(HeldGeneratorDraws(n=32), batch_size=4, num_workers=2, worker_init_fn=seed_from_worker_id)
+    report = run(loader, probes=["random"], between_epochs=hook)
+    assert report.codes() == ["random.repeats_across_epochs"]
+    # epoch 2 replays worker 0's 12 fetches in one fresh worker
+    assert report.figures["random"]["compared_across_epochs"] == 12
+
+
+def test_the_speed_sweep_starts_more_workers_only_when_a_batch_costs_enough(no_leaked_workers):
+    # in-memory samples: a batch costs microseconds, so more workers than yours cannot help
+    # and are not started; one pass with 2 workers stays, for the workers' memory
+    assert list(run(ex.broken_last_batch_of_one, probes=["speed"]).figures["speed"]["samples_per_s"]) == [0, 2]
+    assert list(run(ex.fixed_held_rng, probes=["speed"]).figures["speed"]["samples_per_s"]) == [0, 2]
+    slow = run(ex.broken_too_few_workers, probes=["speed"])  # 80 ms per batch: every count
+    assert list(slow.figures["speed"]["samples_per_s"]) == [0, 2, 4]
+    assert slow.codes() == ["speed.more_workers"]
+
+
+def test_large_containers_are_found_by_a_probe_that_starts_no_worker(no_leaked_workers):
+    report = run(ex.broken_cow_table, probes=[probe_for("memory.python_container")])
+    assert report.probes_run == ["containers"] and set(report.figures) == {"containers"}
+    assert report.codes() == ["memory.python_container"]
+    assert probe_for("memory.worker_growth") == "speed"
 
 
 def test_stale_state_is_measured_with_the_users_epoch_hook(no_leaked_workers):
