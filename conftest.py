@@ -9,13 +9,17 @@ The suite ends with a table of these figures.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import psutil
 import pytest
 
-BUDGET_SECONDS = 45.0
+# The time budget holds on a quiet machine (`make test`); `make soak LOAD=1`, which keeps a
+# core busy on purpose, raises it through LOADERLAB_BUDGET_SECONDS (memory and leftover
+# processes are checked as always).
+BUDGET_SECONDS = float(os.environ.get("LOADERLAB_BUDGET_SECONDS", "45"))
 BUDGET_MB = 2048.0
 _HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 _TABLE: list[tuple[str, float, float, int]] = []
@@ -140,7 +144,7 @@ def pytest_terminal_summary(terminalreporter):
     if not _TABLE:
         return
     write = terminalreporter.write_line
-    terminalreporter.section("notebook budgets (45 s, 2048 MB, no leftover processes)")
+    terminalreporter.section(f"notebook budgets ({BUDGET_SECONDS:.0f} s, 2048 MB, no leftover processes)")
     write(f"{'notebook':<48} {'seconds':>8} {'peak MB':>8} {'leftover':>9}")
     for name, seconds, peak_mb, leftover in sorted(_TABLE):
         write(f"{name:<48} {seconds:>8.1f} {peak_mb:>8.0f} {leftover:>9d}")
