@@ -13,6 +13,7 @@ from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
 from loaderlab.measure import (  # noqa: E402
     Throughput,
     Timeline,
+    Tracer,
     WorkerMemorySampler,
     live_workers,
     simulated_step,
@@ -31,6 +32,7 @@ __all__ = [
     "Throughput",
     "trace_timeline",
     "Timeline",
+    "Tracer",
     "WorkerMemorySampler",
     "live_workers",
     "wait_for_workers_to_exit",

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import psutil
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, default_collate, get_worker_info
 
-from loaderlab.datasets import AttributeForwarding
 from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_positive, stop_workers
 
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
@@ -90,6 +90,7 @@ class Throughput:
     seconds: float
     first_batch_s: float
     waits_s: list[float] = field(repr=False)
+    steps_s: list[float] = field(repr=False, default_factory=list)
 
     @property
     def samples_per_s(self) -> float:
@@ -109,47 +110,31 @@ class Throughput:
         """Share of the wall time spent waiting for data (0 = never starved)."""
         return self.wait_s / self.seconds
 
+    @property
+    def step_s(self) -> float:
+        """Total time spent in the loop body (the training step)."""
+        return sum(self.steps_s)
+
 
 def throughput(
     loader: DataLoader,
     max_batches: int | None = None,
     step: Callable[[Any], Any] | float | None = None,
 ) -> Throughput:
-    """Return samples/s and batches/s of one pass over ``loader`` (at most ``max_batches``).
+    """Return samples/s and batches/s of one pass over ``loader`` (at most ``max_batches``),
+    ``step`` running on each batch (a callable, or seconds of sleep).
 
-    The clock starts before ``iter(loader)``, so worker start-up counts (it is part of every
-    epoch unless workers persist), and stops at the last batch, before workers shut down. ``step`` is called on each batch (a callable, or seconds
-    for ``simulated_step``); the time spent inside ``next()`` is recorded per batch.
+    For instruments that sweep loaders; in a lesson, write the loop over ``Tracer.watch``.
     """
     require_loader(loader)
-    require_positive(max_batches, "max_batches", allow_none=True)
     step_fn = _as_step(step)
-    waits: list[float] = []
-    samples = 0
-    start = time.perf_counter()
-    end = start
-    iterator = iter(loader)
-    try:
-        while max_batches is None or len(waits) < max_batches:
-            t0 = time.perf_counter()
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                break
-            waits.append(time.perf_counter() - t0)
-            samples += batch_size_of(batch)
-            if step_fn is not None:
-                step_fn(batch)
-        end = time.perf_counter()  # the pass ends here; shutting workers down is not part of it
-    finally:
-        if not loader.persistent_workers:
-            stop_workers(iterator)
-        del iterator
-    seconds = end - start
-    if not waits:
+    tracer = Tracer()
+    for batch in tracer.watch(loader, max_batches):
+        if step_fn is not None:
+            step_fn(batch)
+    if not tracer.records:
         raise ValueError("loader yielded no batches: nothing to measure")
-    first = waits[0]
-    return Throughput(len(waits), samples, seconds, first, waits)
+    return tracer.throughput
 
 
 # ------------------------------------------------------------------------ memory sampler
@@ -285,76 +270,51 @@ class WorkerMemorySampler(BackgroundSampler):
 
 # ---------------------------------------------------------------------- worker timeline
 
-_TRACE_STATE: dict[str, float | None] = {"start": None}
+
+class TracedBatch(NamedTuple):
+    """What ``TracedCollate`` returns: the batch, and which worker made it and when."""
+
+    batch: Any
+    meta: dict[str, Any]
 
 
-def _open_batch() -> None:
-    if _TRACE_STATE["start"] is None:
-        _TRACE_STATE["start"] = time.perf_counter()
+class TracedCollate:
+    """A ``collate_fn`` that wraps another (``default_collate`` by default) and returns
+    ``TracedBatch(batch, meta)``: the worker id (-1: the main process), its pid and the
+    ``time.perf_counter()`` at which the batch was done. ``Tracer.watch`` unwraps it."""
 
-
-class _TracedDataset(AttributeForwarding, Dataset):
-    """Wraps a map-style dataset to note when a worker starts fetching a batch.
-
-    Attribute reads and writes go to the wrapped dataset, so a ``worker_init_fn`` that sets
-    ``get_worker_info().dataset.rng`` still reaches the user's dataset.
-    """
-
-    def __init__(self, dataset: Dataset) -> None:
-        object.__setattr__(self, "_inner", dataset)
-
-    def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
-
-    def __getitem__(self, index: Any) -> Any:
-        _open_batch()
-        return self._inner[index]
-
-    def __getitems__(self, indices: list) -> list:
-        _open_batch()
-        inner = getattr(self._inner, "__getitems__", None)
-        return inner(indices) if inner else [self._inner[i] for i in indices]
-
-
-class _TracedIterable(IterableDataset):
-    def __init__(self, dataset: IterableDataset) -> None:
-        self.inner = dataset
-
-    def __iter__(self) -> Iterator[Any]:
-        for item in self.inner:
-            _open_batch()
-            yield item
-
-
-class _TracedCollate:
-    """Wraps collate_fn: returns ``(batch, meta)`` with the worker id, pid and fetch times."""
-
-    def __init__(self, collate_fn: Callable[[Any], Any]) -> None:
+    def __init__(self, collate_fn: Callable[[Any], Any] = default_collate) -> None:
+        if not callable(collate_fn):
+            raise TypeError(f"collate_fn must be callable, got {type(collate_fn).__name__}")
         self.collate_fn = collate_fn
 
-    def __call__(self, samples: Any) -> tuple[Any, dict[str, Any]]:
-        _open_batch()
+    def __call__(self, samples: Any) -> TracedBatch:
         batch = self.collate_fn(samples)
-        end = time.perf_counter()
         info = get_worker_info()
-        meta = {
-            "worker": info.id if info is not None else -1,
-            "pid": os.getpid(),
-            "start": _TRACE_STATE["start"],
-            "end": end,
-        }
-        _TRACE_STATE["start"] = None
-        return batch, meta
+        meta = {"worker": info.id if info is not None else -1, "pid": os.getpid(),
+                "end": time.perf_counter()}
+        return TracedBatch(batch, meta)
+
+    def __repr__(self) -> str:
+        return f"TracedCollate({getattr(self.collate_fn, '__name__', self.collate_fn)!r})"
 
 
 @dataclass
 class Timeline:
-    """What ``trace_timeline`` recorded. Times are seconds since ``iter(loader)`` was called.
+    """What ``Tracer`` recorded. Times are seconds since the loop called ``iter(loader)``.
 
     ``records`` has one dict per batch: ``batch`` (its position), ``worker`` (-1 = main
-    process), ``pid``, ``start``/``end`` (when the worker fetched and collated it),
+    process), ``pid``, ``start``/``end`` (when the worker began and finished it),
     ``requested``/``received`` (when the main process asked and got it), ``wait`` (their
-    difference) and ``step_end``. ``epoch_s`` is the wall time of the whole pass.
+    difference) and ``step_end`` (when the loop body finished). ``epoch_s`` is the wall time
+    of the whole pass.
+
+    ``end`` is stamped in the worker. ``start`` follows from how torch hands out work
+    (``torch/utils/data/dataloader.py``, ``_MultiProcessingDataLoaderIter``): ``_reset`` sends
+    ``prefetch_factor * num_workers`` batch indices at ``iter()``, and ``_process_data`` sends
+    one more each time it returns a batch; a worker takes them in order, so it begins batch k
+    when index k has arrived and its previous batch is done. A worker's first bar therefore
+    includes its start-up (a fork: milliseconds; spawn: importing torch).
     """
 
     records: list[dict[str, Any]]
@@ -362,20 +322,27 @@ class Timeline:
 
     @property
     def wait_s(self) -> float:
+        """Total time the main process spent waiting for batches."""
         return sum(r["wait"] for r in self.records)
 
     @property
     def load_s(self) -> float:
-        """Total fetch+collate time summed over batches (all workers)."""
+        """Total time the workers spent on batches (bars summed, start-up included)."""
         return sum(r["end"] - r["start"] for r in self.records)
+
+    @property
+    def typical_load_s(self) -> float:
+        """Median time one batch took to make, once every worker had started."""
+        steady = self.records[self.warmup_batches:] or self.records
+        return statistics.median(r["end"] - r["start"] for r in steady)
 
     @property
     def warmup_batches(self) -> int:
         """How many batches it took until every worker had delivered one (1 without workers).
 
         A worker's first batch is fetched before there is any step to overlap with, and
-        under spawn or forkserver it carries the new process's one-time costs (importing
-        torch, first decode): the steady state starts after these batches.
+        carries the new process's start-up (under spawn or forkserver: importing torch):
+        the steady state starts after these batches.
         """
         first_seen: dict[int, int] = {}
         for position, r in enumerate(self.records):
@@ -383,10 +350,119 @@ class Timeline:
         return max(first_seen.values(), default=-1) + 1
 
     def batches_per_worker(self) -> dict[int, int]:
+        """Return ``{worker id: batches it made}`` (-1: the main process)."""
         counts: dict[int, int] = {}
         for r in self.records:
             counts[r["worker"]] = counts.get(r["worker"], 0) + 1
         return dict(sorted(counts.items()))
+
+
+class Tracer:
+    """Times the loop you write over a loader you built, batch by batch.
+
+    ``for xb, yb in tracer.watch(loader): ...`` yields the loader's batches and records when
+    each was asked for and received, and when your loop body finished with it; afterwards
+    ``tracer.throughput`` has the counts and waits. Pass ``collate_fn=tracer.collate`` (or
+    ``tracer.collate_with(your_collate)``) to the DataLoader and ``tracer.timeline`` also
+    says which worker made each batch and when. Each ``watch`` starts a new recording.
+    """
+
+    def __init__(self) -> None:
+        self.collate = TracedCollate()
+        self.records: list[dict[str, Any]] = []
+        self.epoch_s: float | None = None
+        self._loader: Any = None
+        self._origin = 0.0
+
+    @staticmethod
+    def collate_with(collate_fn: Callable[[Any], Any]) -> TracedCollate:
+        """Return a collate_fn that runs ``collate_fn`` and tags its batches for the timeline."""
+        return TracedCollate(collate_fn)
+
+    def watch(self, batches: Iterable[Any], max_batches: int | None = None) -> Iterator[Any]:
+        """Yield the batches of one pass over ``batches`` (a DataLoader or any iterable),
+        at most ``max_batches``, timing each ``next()`` and each loop body.
+
+        The clock starts before ``iter()``, so worker start-up counts (it is part of every
+        epoch unless workers persist), and stops when the pass ends; a DataLoader's workers
+        are then shut down (unless they persist), as the end of a ``for`` loop does.
+        """
+        if not isinstance(batches, Iterable):
+            raise TypeError(f"watch() needs a DataLoader or another iterable of batches, got {type(batches).__name__}")
+        require_positive(max_batches, "max_batches", allow_none=True)
+        self.records, self.epoch_s, self._loader = [], None, batches
+        return self._watch(batches, max_batches)
+
+    def _watch(self, batches: Iterable[Any], max_batches: int | None) -> Iterator[Any]:
+        origin = self._origin = time.perf_counter()
+        iterator = iter(batches)
+        try:
+            while max_batches is None or len(self.records) < max_batches:
+                requested = time.perf_counter()
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    break
+                received = time.perf_counter()
+                meta = None
+                if isinstance(item, TracedBatch):
+                    item, meta = item
+                record = {"batch": len(self.records), "requested": requested - origin,
+                          "received": received - origin, "wait": received - requested,
+                          "samples": batch_size_of(item), "meta": meta}
+                self.records.append(record)
+                yield item
+                record["step_end"] = time.perf_counter() - origin
+        finally:
+            self.epoch_s = time.perf_counter() - origin  # worker shutdown is not part of the pass
+            if self.records and "step_end" not in self.records[-1]:  # the loop broke out early
+                self.records[-1]["step_end"] = self.epoch_s
+            if isinstance(batches, DataLoader) and not batches.persistent_workers:
+                stop_workers(iterator)
+            del iterator
+
+    def _require_pass(self) -> None:
+        if self.epoch_s is None or not self.records:
+            raise ValueError("nothing recorded yet: loop over tracer.watch(loader) first "
+                             "(and let it yield at least one batch)")
+
+    @property
+    def throughput(self) -> Throughput:
+        """Counts, wall time and waits of the last pass."""
+        self._require_pass()
+        waits = [r["wait"] for r in self.records]
+        steps = [r["step_end"] - r["received"] for r in self.records]
+        samples = sum(r["samples"] for r in self.records)
+        return Throughput(len(waits), samples, self.epoch_s, waits[0], waits, steps)
+
+    @property
+    def timeline(self) -> Timeline:
+        """Which worker made each batch of the last pass, and when (see ``Timeline``)."""
+        self._require_pass()
+        if any(r["meta"] is None for r in self.records):
+            raise ValueError("the batches carry no worker information: build the DataLoader with "
+                             "collate_fn=tracer.collate (or tracer.collate_with(your_collate_fn))")
+        loader = self._loader
+        if not isinstance(loader, DataLoader):
+            raise TypeError("a timeline needs tracer.watch(a DataLoader)")
+        workers = loader.num_workers
+        in_flight = workers * (loader.prefetch_factor or 0)
+        last_end: dict[int, float] = {}
+        out = []
+        origin = self._origin  # meta["end"] is a perf_counter reading; records are relative
+        for k, r in enumerate(self.records):
+            worker = r["meta"]["worker"]
+            end = r["meta"]["end"] - origin
+            if worker == -1:
+                start = r["requested"]
+            else:
+                sent = 0.0 if k < in_flight else self.records[k - in_flight]["received"]
+                start = max(sent, last_end.get(worker, 0.0))
+            last_end[worker] = end
+            out.append({"batch": k, "worker": worker, "pid": r["meta"]["pid"],
+                        "start": min(start, end), "end": end, "requested": r["requested"],
+                        "received": r["received"], "wait": r["wait"], "step_end": r["step_end"]})
+        return Timeline(out, self.epoch_s)
 
 
 def trace_timeline(
@@ -394,49 +470,16 @@ def trace_timeline(
     step: Callable[[Any], Any] | float | None = None,
     max_batches: int | None = None,
 ) -> Timeline:
-    """Run one pass over a copy of ``loader`` and return which worker made each batch, when,
-    and how long the main process waited for it.
+    """Run one pass over a copy of ``loader`` whose collate_fn is traced and return its
+    ``Timeline`` (``step`` runs on each batch, a callable or seconds of sleep).
 
-    The copy yields the same batches (same sampler, collate_fn, workers); only its dataset and
-    collate_fn are wrapped with timestamps. ``step`` runs on each batch as in ``throughput``.
+    For instruments that sweep loaders; in a lesson, write the loop over ``Tracer.watch``.
     """
     require_loader(loader)
-    require_positive(max_batches, "max_batches", allow_none=True)
     step_fn = _as_step(step)
-    dataset = loader.dataset
-    traced = _TracedIterable(dataset) if isinstance(dataset, IterableDataset) else _TracedDataset(dataset)
-    traced_loader = rebuild(loader, dataset=traced, collate_fn=_TracedCollate(loader.collate_fn))
-    records: list[dict[str, Any]] = []
-    origin = time.perf_counter()
-    iterator = iter(traced_loader)
-    try:
-        while max_batches is None or len(records) < max_batches:
-            requested = time.perf_counter()
-            try:
-                batch, meta = next(iterator)
-            except StopIteration:
-                break
-            received = time.perf_counter()
-            if step_fn is not None:
-                step_fn(batch)
-            records.append(
-                {
-                    "batch": len(records),
-                    "worker": meta["worker"],
-                    "pid": meta["pid"],
-                    "start": meta["start"] - origin,
-                    "end": meta["end"] - origin,
-                    "requested": requested - origin,
-                    "received": received - origin,
-                    "wait": received - requested,
-                    "step_end": time.perf_counter() - origin,
-                }
-            )
-        epoch_s = time.perf_counter() - origin  # worker shutdown below is not part of the pass
-    finally:
-        stop_workers(iterator)
-        del iterator
-    if not records:
-        raise ValueError("loader yielded no batches: nothing to trace")
-    return Timeline(records, epoch_s)
-
+    tracer = Tracer()
+    traced = rebuild(loader, collate_fn=tracer.collate_with(loader.collate_fn))
+    for batch in tracer.watch(traced, max_batches):
+        if step_fn is not None:
+            step_fn(batch)
+    return tracer.timeline

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.patches import Patch
 
 from loaderlab.measure import MemoryRecord, Timeline
 
@@ -18,25 +19,33 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
 
 
 def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axes:
-    """Gantt chart: one row per worker with a bar per batch it fetched, and a row for the
-    main process showing its waits (red) and its training steps (grey)."""
+    """Gantt chart of a ``Timeline``: one row per worker, one colour per worker, a bar per
+    batch with its number; below, the main process: red while it waits for a batch, grey
+    while it runs the loop body (the training step). With a legend."""
     if not isinstance(timeline, Timeline):
-        raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
+        raise TypeError(f"timeline must be a Timeline from a Tracer, got {type(timeline).__name__}")
     ax = _axes(ax, (9, 3.2))
     workers = sorted({r["worker"] for r in timeline.records})
     rows = {w: i + 1 for i, w in enumerate(workers)}
-    cmap = plt.get_cmap("tab10")
+    colours = {w: plt.get_cmap("tab10")(i % 10 if i % 10 != 3 else 9) for i, w in enumerate(workers)}  # 3 is red
+    label_bars = len(timeline.records) <= 40
     for r in timeline.records:
-        y = rows[r["worker"]]
-        ax.broken_barh([(r["start"], r["end"] - r["start"])], (y - 0.35, 0.7),
-                       facecolor=cmap(r["batch"] % 10), edgecolor="black", linewidth=0.4)
+        y, width = rows[r["worker"]], r["end"] - r["start"]
+        ax.broken_barh([(r["start"], width)], (y - 0.35, 0.7), facecolor=colours[r["worker"]],
+                       edgecolor="black", linewidth=0.4)
+        if label_bars:
+            ax.text(r["start"] + width / 2, y, str(r["batch"]), ha="center", va="center", fontsize=7)
         ax.broken_barh([(r["requested"], max(r["wait"], 1e-4))], (-0.35, 0.7), facecolor="tab:red")
         ax.broken_barh([(r["received"], r["step_end"] - r["received"])], (-0.35, 0.7),
-                       facecolor="0.75", edgecolor="0.4", linewidth=0.4)
-    labels = ["main: wait (red) / step (grey)"] + [
-        "main process fetch" if w == -1 else f"worker {w}" for w in workers
-    ]
-    ax.set_yticks(range(len(labels)), labels)
+                       facecolor="0.8", edgecolor="0.4", linewidth=0.4)
+    names = ["main process"] + ["main process fetch" if w == -1 else f"worker {w}" for w in workers]
+    ax.set_yticks(range(len(names)), names)
+    handles = [Patch(facecolor=colours[w], edgecolor="black", linewidth=0.4,
+                     label="batch made in the main process" if w == -1 else f"batch made by worker {w} (its number)")
+               for w in workers]
+    handles += [Patch(facecolor="tab:red", label="main process waits for data"),
+                Patch(facecolor="0.8", edgecolor="0.4", label="main process runs the step")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.set_xlabel("time since iter(loader) (s)")
     ax.set_title(title)
     ax.set_xlim(0, timeline.epoch_s * 1.02)
