@@ -183,3 +183,66 @@ def test_live_workers_sees_forkserver_workers_but_not_the_forkserver():
     assert len(live_workers()) == 2
     del it
     assert loaderlab.wait_for_workers_to_exit(10.0) == 0
+
+
+# ------------------------------------------------------------- Tracer: the notebook's own loop
+
+
+def test_tracer_watches_the_loop_the_notebook_writes(no_leaked_workers):
+    tracer = loaderlab.Tracer()
+    loader = DataLoader(LatencyDataset(n=32, latency_s=0.005), batch_size=4, num_workers=2,
+                        collate_fn=tracer.collate)
+    seen = []
+    for xb, _yb in tracer.watch(loader):
+        seen.append(len(xb))
+        time.sleep(0.01)  # the training step
+    assert seen == [4] * 8  # the loop gets plain batches, not the tracer's tags
+    run = tracer.throughput
+    assert run.batches == 8 and run.samples == 32
+    assert run.step_s == pytest.approx(0.08, abs=0.04)
+    assert run.wait_s + run.step_s <= run.seconds + 1e-6
+    timeline = tracer.timeline
+    assert timeline.batches_per_worker() == {0: 4, 1: 4}
+    for r in timeline.records:
+        assert r["start"] <= r["end"] <= r["received"] + 1e-3  # a batch is made before it arrives
+    # a batch takes 4 x 5 ms to fetch: the typical bar is that long, not the first (start-up)
+    assert 0.018 <= timeline.typical_load_s < 0.06
+
+
+def test_tracer_timeline_shows_idle_workers_waiting_for_indices(no_leaked_workers):
+    # fast loading, slow step: after the first 2 x 2 batches, a worker starts a batch only when
+    # the main process has taken one and sent a new index, so bars begin after a receipt
+    tracer = loaderlab.Tracer()
+    loader = DataLoader(LatencyDataset(n=40, latency_s=0.001), batch_size=2, num_workers=2,
+                        prefetch_factor=2, collate_fn=tracer.collate)
+    for _ in tracer.watch(loader):
+        time.sleep(0.03)
+    records = tracer.timeline.records
+    for k in range(4, len(records)):
+        assert records[k]["start"] >= records[k - 4]["received"]
+        assert records[k]["end"] - records[k]["start"] < 0.025  # the bar is the fetch, not the idle wait
+
+
+def test_tracer_without_its_collate_still_times_and_explains_the_timeline(no_leaked_workers):
+    tracer = loaderlab.Tracer()
+    for _ in tracer.watch(DataLoader(LatencyDataset(n=8, latency_s=0), batch_size=4)):
+        pass
+    assert tracer.throughput.batches == 2
+    with pytest.raises(ValueError, match="collate_fn=tracer.collate"):
+        _ = tracer.timeline
+    with pytest.raises(ValueError, match="loop over tracer.watch"):
+        _ = loaderlab.Tracer().throughput
+    with pytest.raises(TypeError, match="iterable"):
+        loaderlab.Tracer().watch(3)
+
+
+def test_tracer_stops_workers_when_the_loop_breaks_early(no_leaked_workers):
+    tracer = loaderlab.Tracer()
+    loader = DataLoader(LatencyDataset(n=64, latency_s=0.001), batch_size=2, num_workers=2,
+                        collate_fn=tracer.collate_with(lambda samples: len(samples)))
+    for i, size in enumerate(tracer.watch(loader)):
+        assert size == 2
+        if i == 2:
+            break
+    assert tracer.throughput.batches == 3 and len(tracer.timeline.records) == 3
+    assert loaderlab.wait_for_workers_to_exit(5) == 0
