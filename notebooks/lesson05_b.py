@@ -1,0 +1,13 @@
+"""Lesson 05, section 2: pad in collate_fn, where the whole batch is seen."""
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+
+def pad_collate(batch, pad_value=0):
+    """Pad to the batch's longest sequence: (padded [B, T], mask [B, T], labels [B])."""
+    tokens, labels = zip(*batch, strict=True)
+    lengths = torch.tensor([len(t) for t in tokens])
+    padded = pad_sequence(tokens, batch_first=True, padding_value=pad_value)
+    mask = torch.arange(padded.shape[1]) < lengths[:, None]  # True at real tokens
+    return padded, mask, torch.tensor(labels)

@@ -1,0 +1,66 @@
+"""Notebook 05's snippets: the loop in bucketing.py runs with workers, and the snippets are the
+code the lesson built (pad_collate in lesson05_b.py, the sampler in a notebook cell)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+import nbformat
+
+from loaderlab.data import make_token_sequences
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "05_collate_and_padding.ipynb"
+
+
+def snippet(name: str):
+    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lesson(name: str):
+    sys.path.insert(0, str(ROOT / "notebooks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "notebooks"))
+
+
+def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leaked_workers):
+    samples = make_token_sequences(n=4096, seed=2)
+    lengths = [len(tokens) for tokens, _ in samples]
+    epochs: dict[int, list] = {0: [], 1: []}
+    for epoch, (ids, mask, labels) in snippet("bucketing").bucketed_epochs(
+            samples, lengths, snippet("pad_collate").pad_collate, num_epochs=2, num_workers=2):
+        assert ids.shape == mask.shape and len(labels) == len(ids) <= 32
+        epochs[epoch].append((ids.shape, int(mask.sum())))
+    for batches in epochs.values():
+        assert sum(real for _, real in batches) == sum(lengths)
+        padded = sum(shape[0] * shape[1] for shape, _ in batches)
+        assert 1 - sum(lengths) / padded < 0.10  # bucketed: under 10 % pad tokens
+    assert epochs[0] != epochs[1]
+
+
+def test_the_snippets_are_the_code_the_lesson_built():
+    assert inspect.getsource(lesson("lesson05_b").pad_collate) == inspect.getsource(
+        snippet("pad_collate").pad_collate)
+    text = (ROOT / "docs" / "snippets" / "bucketing.py").read_text()
+    sampler = text[text.index("class BucketBatchSampler"):text.index("\n\n\ndef bucketed_epochs")].strip()
+    cells = [c.source.strip() for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    assert sampler in cells, "notebook 05's BucketBatchSampler cell differs from docs/snippets/bucketing.py"
+
+
+def test_token_dataset_holds_one_tensor_and_returns_the_samples():
+    samples = make_token_sequences(n=300, seed=3)
+    dataset = lesson("lesson05").TokenDataset(samples)
+    tensors = [v for v in vars(dataset).values() if hasattr(v, "storage")]
+    assert len(tensors) == 1  # a forkserver worker receives one file descriptor, not 300
+    assert dataset.lengths() == [len(tokens) for tokens, _ in samples]
+    for i in (0, 137, 299):
+        tokens, label = dataset[i]
+        assert tokens.tolist() == samples[i][0].tolist() and label == samples[i][1]
