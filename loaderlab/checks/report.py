@@ -36,7 +36,7 @@ class CheckerValueError(_OneLineError, ValueError):
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    text = " ".join(repr(value).split())  # a tensor's repr spans lines; the message is one line
     return text if len(text) <= 40 else text[:37] + "..."
 
 
