@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from loaderlab.checks import CheckerTypeError
 from loaderlab.checks.collate import (
     bucket_check_lengths,
     check_bucket_batches,
     check_pad_collate,
+    expected_pad,
     pad_check_samples,
 )
-from loaderlab.collate import BucketBatchSampler, pad_collate, padding_waste
+from loaderlab.collate import padding_waste
+
+ROOT = Path(__file__).resolve().parent.parent
+# The correct answers are the code notebook 05 built: its lesson module and its sampler snippet.
+sys.path.insert(0, str(ROOT / "notebooks"))
+from lesson05_b import pad_collate
+
+sys.path.remove(str(ROOT / "notebooks"))
+_spec = importlib.util.spec_from_file_location("snippet_bucketing", ROOT / "docs" / "snippets" / "bucketing.py")
+_bucketing = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bucketing)
+BucketBatchSampler = _bucketing.BucketBatchSampler
 
 
 def _line(capsys) -> str:
@@ -170,6 +186,18 @@ def test_pad_raising_candidate_gets_one_line(capsys, no_leaked_workers):
     assert _line(capsys) == "❌ your code raised IndexError: list index out of range"
 
 
+def test_a_value_instead_of_a_function_gets_one_sentence():
+    with pytest.raises(CheckerTypeError, match=r"must be the function .* pass it without calling it"):
+        check_pad_collate(pad_collate(pad_check_samples()[:4]))
+
+
+def test_the_answer_key_agrees_with_the_lessons_pad_collate():
+    samples = pad_check_samples()
+    for i in range(0, 12, 4):
+        for ours, key in zip(pad_collate(samples[i : i + 4]), expected_pad(samples[i : i + 4]), strict=True):
+            assert torch.equal(ours, key)
+
+
 def test_pad_check_samples_catch_value_masks_and_fixed_widths():
     samples = pad_check_samples()
     widths = [max(len(t) for t, _ in samples[i : i + 4]) for i in range(0, 12, 4)]
@@ -199,8 +227,8 @@ def global_sort(lengths, batch_size, epoch, seed):
 
 
 def course_sampler(lengths, batch_size, epoch, seed):
-    # a different correct answer: the course's BucketBatchSampler with pools of 64 batches
-    sampler = BucketBatchSampler(lengths, batch_size, pool_batches=64, seed=seed * 1000)
+    # a different correct answer: notebook 05's BucketBatchSampler with pools of 64 batches
+    sampler = BucketBatchSampler(lengths, batch_size, pool_size=64 * batch_size, seed=seed * 1000)
     sampler.set_epoch(epoch)
     return list(sampler)
 
@@ -232,7 +260,7 @@ def random_batches(lengths, batch_size, epoch, seed):
 
 
 def small_pools(lengths, batch_size, epoch, seed):
-    sampler = BucketBatchSampler(lengths, batch_size, pool_batches=8, seed=seed * 1000)
+    sampler = BucketBatchSampler(lengths, batch_size, pool_size=8 * batch_size, seed=seed * 1000)
     sampler.set_epoch(epoch)
     return list(sampler)
 

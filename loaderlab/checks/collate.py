@@ -2,7 +2,8 @@
 
 ``check_pad_collate(pad_collate)`` runs the candidate as ``collate_fn`` of a DataLoader (with 0
 and 2 workers) over hand-made batches (some real tokens are 0, the longest sequence is never
-first) and compares every output with the course's reference ``loaderlab.collate.pad_collate``.
+first) and compares every output with the checker's own answer key, ``expected_pad``: the
+candidate's loader reads the samples from a plain list (a list is a map-style Dataset).
 
 ``check_bucket_batches(bucket_batches)`` calls ``bucket_batches(lengths, batch_size, epoch,
 seed)`` and decides exactly: every index once per epoch, no batch above ``batch_size``, padding
@@ -23,10 +24,8 @@ from torch.utils.data import DataLoader
 
 from loaderlab.checks.loops import collect_batches
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.collate import pad_collate as reference_pad_collate
 from loaderlab.collate import padding_waste
 from loaderlab.data import make_token_sequences
-from loaderlab.datasets import TokenDataset
 from loaderlab.env import can_fork
 
 PAD_HINT = "Hint: notebook 05, section 2 '`pad_collate`: padded ids, an attention mask, labels'."
@@ -52,6 +51,18 @@ def pad_check_samples() -> list[tuple[torch.Tensor, int]]:
     return [(torch.tensor(tokens, dtype=torch.long), label) for tokens, label in rows]
 
 
+def expected_pad(samples: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The answer key: ``(padded [B, T], mask [B, T], labels [B])`` built row by row, each
+    sequence followed by 0s up to the batch's longest, mask True at its first ``L_i`` positions."""
+    width = max(len(tokens) for tokens, _ in samples)
+    padded = torch.zeros(len(samples), width, dtype=torch.long)
+    mask = torch.zeros(len(samples), width, dtype=torch.bool)
+    for row, (tokens, _) in enumerate(samples):
+        padded[row, :len(tokens)] = tokens
+        mask[row, :len(tokens)] = True
+    return padded, mask, torch.tensor([label for _, label in samples], dtype=torch.long)
+
+
 def _left_padded(reference: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     padded = torch.zeros_like(reference)
     left_mask = torch.zeros_like(mask)
@@ -64,8 +75,8 @@ def _left_padded(reference: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Ten
 
 
 def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str) -> None:
-    """Raise Wrong with the first way ``out`` differs from the reference collate of ``samples``."""
-    ref_padded, ref_mask, ref_labels = reference_pad_collate(samples)
+    """Raise Wrong with the first way ``out`` differs from the answer key for ``samples``."""
+    ref_padded, ref_mask, ref_labels = expected_pad(samples)
     width = ref_padded.shape[1]
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         kind = f"a {len(out)}-tuple" if isinstance(out, (tuple, list)) else f"a {type(out).__name__}"
@@ -133,7 +144,7 @@ def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str)
 def check_pad_collate(pad_collate: Callable[[list], Any]) -> str:
     """Check ``pad_collate`` as the collate_fn of a DataLoader over hand-made token batches."""
     samples = pad_check_samples()
-    dataset = TokenDataset(samples)
+    dataset = samples  # a list is a map-style Dataset: the check is about the collate_fn only
     batches = [samples[i : i + 4] for i in range(0, len(samples), 4)]
     loader = DataLoader(dataset, batch_size=4, collate_fn=pad_collate)
     outputs = collect_batches(loader)
