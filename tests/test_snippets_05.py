@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from torch.utils.data import DataLoader
 
 from loaderlab.data import make_token_sequences
 
@@ -64,3 +65,11 @@ def test_token_dataset_holds_one_tensor_and_returns_the_samples():
     for i in (0, 137, 299):
         tokens, label = dataset[i]
         assert tokens.tolist() == samples[i][0].tolist() and label == samples[i][1]
+
+
+def test_token_dataset_starts_forkserver_workers(monkeypatch, no_leaked_workers):
+    # one flat tensor: a Dataset of 300 separate tensors fails here with "too many fds"
+    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # the workers import lesson05 by name
+    dataset = importlib.import_module("lesson05").TokenDataset(make_token_sequences(n=300, seed=3))
+    loader = DataLoader(dataset, batch_size=None, num_workers=1, multiprocessing_context="forkserver")
+    assert sum(len(tokens) for tokens, _ in loader) == sum(dataset.lengths())
