@@ -45,3 +45,20 @@ def test_train_one_epoch_steps_on_every_batch():
     loader = first_loader.make_train_loader(_dataset(), batch_size=8, num_workers=0)
     first_loader.train_one_epoch(loader, lambda xb, yb: seen.append(len(xb)))
     assert seen == [8, 8, 4]
+
+
+def test_same_order_loader_yields_the_hand_written_loops_batches():
+    loop_to_loader = snippet("loop_to_loader")
+    dataset = _dataset(10)
+    order = [3, 9, 0, 4, 7, 1, 8, 2, 6, 5]
+    by_hand = [[order[i] for i in range(start, min(start + 4, 10))] for start in range(0, 10, 4)]
+    assert _ids(loop_to_loader.same_order_loader(dataset, order, batch_size=4)) == by_hand
+
+
+def test_overlapping_loader_shuffles_reproducibly_with_or_without_workers(no_leaked_workers):
+    loop_to_loader = snippet("loop_to_loader")
+    dataset = _dataset()
+    with_workers = _ids(loop_to_loader.overlapping_loader(dataset, batch_size=8, num_workers=2, seed=1))
+    no_workers = _ids(loop_to_loader.overlapping_loader(dataset, batch_size=8, num_workers=0, seed=1))
+    flat = [i for batch in with_workers for i in batch]
+    assert with_workers == no_workers and sorted(flat) == list(range(20)) and flat != list(range(20))
