@@ -62,6 +62,8 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
             continue
         value = bound.arguments[parameter.name]
         default = parameter.default
+        if default is inspect.Parameter.empty:
+            continue  # a required argument (e.g. the lab's starting loader): the body checks it
         if callable(default) or (default is None and value is not None):
             # an optional second function (e.g. check_ddp_epochs' eval_indices)
             if not callable(value):
