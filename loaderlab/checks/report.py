@@ -53,6 +53,9 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
             f"{type(candidate).__name__} {_short(candidate)}; pass it without calling it, "
             f"e.g. {name}({first})"
         )
+    unknown = [key for key in kwargs if key not in {p.name for p in parameters}]
+    if unknown:  # before a missing argument: the misspelt name is the likelier mistake
+        raise CheckerTypeError(f"{name}: got an unexpected keyword argument {unknown[0]!r}")
     try:
         bound = inspect.signature(body).bind(candidate, *args, **kwargs)
     except TypeError as exc:
