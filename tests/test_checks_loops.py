@@ -6,12 +6,14 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
+from loaderlab.checks import loops
 from loaderlab.checks.loops import (
     FixedOrderSampler,
     check_loop_to_loader,
     loop_data,
     manual_batches,
     shuffled_sampler,
+    worker_start_method,
 )
 
 
@@ -184,3 +186,38 @@ def test_helpers_build_the_loop_batches_and_validate():
         manual_batches(features, labels, [0], 0)
     with pytest.raises(ValueError, match="order"):
         FixedOrderSampler([])
+
+
+def test_workers_start_like_the_session_and_a_notebook_class_is_forked(monkeypatch):
+    in_main = type("InMain", (PairDataset,), {"__module__": "__main__"})(*loop_data(n=4))
+    in_module = PairDataset(*loop_data(n=4))
+    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    assert worker_start_method(in_module) == "spawn"
+    assert worker_start_method(in_main) == "fork"
+    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    assert worker_start_method(in_main) is None and worker_start_method(in_module) == "spawn"
+    monkeypatch.setattr(loops, "start_method", lambda: "fork")
+    assert worker_start_method(in_main) == "fork"
+
+
+def test_workers_checked_under_spawn_when_the_dataset_is_importable(monkeypatch, capsys, no_leaked_workers):
+    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    started = []
+    rebuild = loops.rebuild
+    monkeypatch.setattr(loops, "rebuild", lambda loader, **kw: started.append(kw["multiprocessing_context"])
+                        or rebuild(loader, **kw))
+    assert check_loop_to_loader(correct_tensor_dataset) is True
+    assert _line(capsys).endswith("and with 2 workers") and started == ["spawn"]
+
+
+def test_notebook_class_without_fork_is_checked_without_workers(monkeypatch, capsys):
+    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    in_main = type("InMain", (PairDataset,), {"__module__": "__main__"})
+
+    def notebook_class(features, labels, sampler, batch_size):
+        return DataLoader(in_main(features, labels), batch_size=batch_size, sampler=sampler)
+
+    assert check_loop_to_loader(notebook_class) is True
+    line = _line(capsys)
+    assert line.startswith("✅") and "workers not checked" in line

@@ -4,7 +4,8 @@ The student writes ``make_loader(features, labels, sampler, batch_size) -> DataL
 checker builds the hand-written loop's batches (take the indices in the sampler's order, cut
 them into slices of ``batch_size``, stack ``features[i]`` and ``labels[i]``) and compares
 them with the loader's batches tensor by tensor (shape, dtype, values) for several batch sizes,
-one of which does not divide the data, then again with the loader rebuilt with 2 workers.
+one of which does not divide the data, then again with the loader rebuilt with 2 workers
+(started like the session's workers; forked when the Dataset class lives in the notebook).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.env import can_fork
+from loaderlab.env import can_fork, start_method
 from loaderlab.loaders import rebuild, require_positive, same_batch, stop_workers
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
@@ -158,17 +159,25 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
                         f"torch.utils.data.DataLoader. {HINT}")
         _diagnose(collect_batches(loader), expected, batch_size, f"With batch_size={batch_size},",
                   _requested_order(loader))
-    if not can_fork():
-        return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} "
-                "(workers not checked: this platform cannot fork)")
     sampler = shuffled_sampler(N_SAMPLES, 1)
     expected = manual_batches(features, labels, sampler.order, 8)
-    # The student's Dataset class lives in the notebook's __main__, which a spawned worker
-    # cannot import; fork copies the process instead, so the workers find the class.
-    with_workers = rebuild(make_loader(features, labels, sampler, 8), num_workers=2,
-                           multiprocessing_context="fork", timeout=WORKER_TIMEOUT_S,
-                           persistent_workers=False, prefetch_factor=2)
+    loader = make_loader(features, labels, sampler, 8)
+    method = worker_start_method(loader.dataset)
+    if method is None:
+        return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} (workers not "
+                "checked: your Dataset class is defined in the notebook and this platform cannot fork)")
+    with_workers = rebuild(loader, num_workers=2, multiprocessing_context=method,
+                           timeout=WORKER_TIMEOUT_S, persistent_workers=False, prefetch_factor=2)
     _diagnose(collect_batches(with_workers), expected, 8, "With batch_size=8 and num_workers=2,",
               _requested_order(with_workers))
     return (f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
             f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers")
+
+
+def worker_start_method(dataset: Any) -> str | None:
+    """Return the start method to check workers with: this session's own, or ``fork`` when the
+    Dataset's class lives in ``__main__`` (a notebook cell), which workers started by spawn or
+    forkserver cannot import; None when such a class cannot be forked here (Windows)."""
+    if type(dataset).__module__ != "__main__" or start_method() == "fork":
+        return start_method()
+    return "fork" if can_fork() else None
