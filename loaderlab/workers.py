@@ -1,5 +1,5 @@
-"""Helpers for the notebooks on batching and worker processes (01-03): timing any pass over
-batches, sweeping ``num_workers``, worker start-up per epoch, batches in flight, shared-memory
+"""Helpers for the notebooks on batching and worker processes (01-03): how much loading
+overlapped the steps, sweeping ``num_workers``, worker start-up per epoch, batches in flight, shared-memory
 growth, a dataset with latency spikes, and host-to-device copy timing."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,13 +17,12 @@ from torch.utils.data import DataLoader
 
 from loaderlab.datasets import DelayedDataset
 from loaderlab.loaders import (
-    batch_size_of,
     require_loader,
     require_positive,
     require_seconds,
     stop_workers,
 )
-from loaderlab.measure import BackgroundSampler, Throughput, Timeline, _as_step, throughput
+from loaderlab.measure import BackgroundSampler, Throughput, Timeline, throughput
 
 SHM_PATH = "/dev/shm"
 
@@ -78,62 +76,6 @@ class SpikyLatencyDataset(DelayedDataset):
 
 
 # --------------------------------------------------------------------------- timing passes
-
-
-@dataclass
-class PassTiming:
-    """What ``timed_pass`` measured over one pass: counts and where the wall time went
-    (``first_batch_s``: the wait for the first batch, worker start-up included)."""
-
-    batches: int
-    samples: int
-    seconds: float
-    load_s: float
-    step_s: float
-    first_batch_s: float
-
-    @property
-    def wait_fraction(self) -> float:
-        """Share of the wall time the consumer spent waiting for the next batch."""
-        return self.load_s / self.seconds
-
-
-def timed_pass(
-    batches: Iterable[Any], step: Callable[[Any], Any] | float | None = None
-) -> PassTiming:
-    """Return how long one pass over ``batches`` took, split into waiting for batches
-    (``load_s``) and running ``step`` on them (``step_s``).
-
-    ``batches`` is any iterable of batches: a hand-written generator or a DataLoader (the clock
-    starts before ``iter()``, so worker start-up counts as loading). ``step`` is a callable or a
-    number of seconds for ``loaderlab.simulated_step``.
-    """
-    if not isinstance(batches, Iterable):
-        raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
-    step_fn = _as_step(step)
-    load_s = step_s = first_batch_s = 0.0
-    count = samples = 0
-    start = time.perf_counter()
-    iterator = iter(batches)
-    while True:
-        t0 = time.perf_counter()
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            break
-        t1 = time.perf_counter()
-        load_s += t1 - t0
-        if count == 0:
-            first_batch_s = t1 - t0
-        count += 1
-        samples += batch_size_of(batch)
-        if step_fn is not None:
-            step_fn(batch)
-            step_s += time.perf_counter() - t1
-    del iterator
-    if not count:
-        raise ValueError("batches yielded nothing: nothing to time")
-    return PassTiming(count, samples, time.perf_counter() - start, load_s, step_s, first_batch_s)
 
 
 def overlap_fraction(timeline: Timeline) -> float:

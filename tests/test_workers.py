@@ -23,7 +23,6 @@ from loaderlab.workers import (
     shared_memory_used_mb,
     steady_throughput,
     sweep_workers,
-    timed_pass,
 )
 
 
@@ -48,24 +47,6 @@ def test_spiky_dataset_delays_and_samples():
         SpikyLatencyDataset(spike_s=-1)
     with pytest.raises(TypeError, match="base_s"):
         SpikyLatencyDataset(base_s="1")
-
-
-def test_timed_pass_splits_load_and_step():
-    def slow_batches():
-        for _ in range(4):
-            time.sleep(0.01)
-            yield torch.zeros(2, 3)
-
-    run = timed_pass(slow_batches(), step=0.02)
-    assert run.batches == 4 and run.samples == 8
-    assert run.load_s >= 0.04 and run.step_s >= 0.08
-    assert 0.01 <= run.first_batch_s < run.load_s
-    assert run.load_s + run.step_s <= run.seconds + 1e-6
-    assert 0 < run.wait_fraction < 1
-    with pytest.raises(ValueError, match="nothing"):
-        timed_pass([])
-    with pytest.raises(TypeError, match="batches"):
-        timed_pass(3)
 
 
 def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_workers):
