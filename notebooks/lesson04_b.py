@@ -10,8 +10,8 @@ class CachedImages(Dataset):
     def __init__(self, dataset, preload: bool = True):
         self.dataset = dataset
         image, _ = dataset[0]
-        # One tensor indexed by position, not a dict of tensors: a spawn or forkserver worker
-        # receives every tensor as its own file descriptor, and over ~256 fail ("too many fds").
+        # One tensor indexed by position, not a dict of tensors: pickled for a spawn or forkserver
+        # worker, each tensor travels as a file descriptor; forkserver fails at 256 ("too many fds").
         self.images = torch.empty((len(dataset), *image.shape), dtype=image.dtype)
         self.labels = torch.empty(len(dataset), dtype=torch.long)
         self.filled = torch.zeros(len(dataset), dtype=torch.bool)
