@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 
+import pytest
 import torch
-from torch.utils.data import TensorDataset
+from torch.utils.data import Dataset, TensorDataset
 
 from loaderlab.loaders import same_batches
 
@@ -33,3 +35,27 @@ def test_debug_loader_repeats_its_batches_and_mixes_sorted_data():
     assert same_batches(make(data, batch_size=16), make(data, batch_size=16))
     assert all(len(b[0].unique()) == 2 for b in make(data, batch_size=16))
     assert not same_batches(make(data, batch_size=16, seed=0), make(data, batch_size=16, seed=1))
+
+
+class SlowReads(Dataset):
+    """Each read waits 20 ms, like a remote disk (workers overlap the waits)."""
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, index):
+        time.sleep(0.02)
+        return torch.tensor([float(index)]), index % 2
+
+
+def test_the_sweep_finds_that_workers_overlap_slow_reads(no_leaked_workers):
+    sweep = snippet("choose_num_workers").sweep_num_workers(SlowReads(), counts=(0, 4), batch_size=4)
+    assert sweep[4] >= 2 * sweep[0], sweep
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_fast_loader_drops_the_tiny_batch_and_keeps_its_workers(num_workers, no_leaked_workers):
+    loader = snippet("choose_num_workers").fast_loader(TensorDataset(torch.arange(65.0)), num_workers, batch_size=32)
+    assert [len(b[0]) for b in loader] == [32, 32]
+    assert loader.persistent_workers == (num_workers > 0) and loader.prefetch_factor == (2 if num_workers else None)
+    del loader
