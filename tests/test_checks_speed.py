@@ -1,23 +1,31 @@
-"""Lab 03 checker: a tuned loader must keep the batches and reach 4x; wrong tunings are rejected."""
+"""Lab 03 checker: a tuned loader must keep the batches and reach 4x; wrong tunings are rejected.
+
+The starting loader is built as the lab builds it, from notebook 03's lesson module."""
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from loaderlab.checks.speed import (
-    BATCH_SIZE,
-    LATENCY_S,
-    N_SAMPLES,
-    check_fast_loader,
-    reference_batches,
-    slow_loader,
-)
+from loaderlab.checks.speed import check_fast_loader, reference_batches
 from loaderlab.loaders import same_batches
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+from lesson03 import LatencyDataset  # noqa: E402  (written by notebook 03)
+
+N_SAMPLES, BATCH_SIZE, LATENCY_S = 324, 8, 0.04
+
+
+def slow_loader(latency_s=LATENCY_S):
+    """The lab's starting loader: 324 reads of 40 ms, batches of 8 in a fixed shuffled order."""
+    order = torch.randperm(N_SAMPLES, generator=torch.Generator().manual_seed(0)).tolist()
+    return DataLoader(LatencyDataset(n=N_SAMPLES, latency_s=latency_s), batch_size=BATCH_SIZE, sampler=order)
 
 needs_fork = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="worker start-up under spawn is slow"
@@ -97,7 +105,7 @@ def _line(capsys) -> str:
 
 @pytest.mark.parametrize("candidate", [threads, pytest.param(many_persistent_workers, marks=needs_fork)])
 def test_fast_loaders_with_the_same_batches_pass(candidate, capsys, no_leaked_workers):
-    assert check_fast_loader(candidate) is True
+    assert check_fast_loader(candidate, slow_loader()) is True
     assert _line(capsys) == "✅ same batches, at least 4x the starting throughput"
 
 
@@ -113,28 +121,39 @@ def test_fast_loaders_with_the_same_batches_pass(candidate, capsys, no_leaked_wo
     ],
 )
 def test_wrong_tunings_fail_with_their_reason(candidate, phrase, capsys, no_leaked_workers):
-    assert check_fast_loader(candidate) is False
+    assert check_fast_loader(candidate, slow_loader()) is False
     line = _line(capsys)
     assert line.startswith("❌") and phrase in line, line
 
 
 def test_stub_is_not_attempted(capsys):
-    assert check_fast_loader(stub) is False
+    assert check_fast_loader(stub, slow_loader()) is False
     assert _line(capsys) == "⏳ not attempted yet"
 
 
 def test_raising_candidate_gets_one_line(capsys):
-    assert check_fast_loader(raises) is False
+    assert check_fast_loader(raises, slow_loader()) is False
     line = _line(capsys)
     assert line.startswith("❌ your code raised ValueError: sampler option is mutually exclusive")
     assert "Traceback" not in line
 
 
-def test_starting_loader_is_slow_deterministic_and_matches_the_reference():
+def test_reference_batches_are_the_loaders_own_fetched_in_threads():
     loader = slow_loader(latency_s=0.0)
-    assert (loader.batch_size, loader.num_workers, len(loader.dataset)) == (BATCH_SIZE, 0, N_SAMPLES)
-    assert N_SAMPLES % BATCH_SIZE and LATENCY_S >= 0.02
-    assert same_batches(loader, reference_batches()) and same_batches(loader, loader)
-    order = list(loader.sampler)
-    assert order != sorted(order) and sorted(order) == list(range(N_SAMPLES))
-    assert isinstance(reference_batches()[0][0], torch.Tensor)
+    assert N_SAMPLES % BATCH_SIZE and same_batches(loader, loader)
+    assert same_batches(loader, reference_batches(slow_loader()))  # 324 reads of 40 ms, at once
+    assert len(reference_batches(loader)[-1][1]) == N_SAMPLES % BATCH_SIZE
+
+
+@pytest.mark.parametrize(
+    ("starting", "phrase"),
+    [
+        (None, "needs the lab's starting DataLoader as slow_loader, got NoneType"),
+        (LatencyDataset(n=8, latency_s=0.0), "got LatencyDataset"),
+        (DataLoader(LatencyDataset(n=8, latency_s=0.0), batch_size=8, num_workers=2), "num_workers=0"),
+    ],
+)
+def test_a_wrong_starting_loader_gets_one_sentence(starting, phrase, capsys):
+    assert check_fast_loader(threads, starting) is False
+    line = _line(capsys)
+    assert line.startswith("❌") and phrase in line and "Traceback" not in line, line

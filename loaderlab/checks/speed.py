@@ -1,12 +1,14 @@
 """Checker for lab 03: make a slow, I/O-bound loader at least 4x faster without changing its batches.
 
-``slow_loader()`` is the starting point: ``LatencyDataset(n=324, latency_s=0.04)`` (every sample
-sleeps 40 ms, like a remote read), ``batch_size=8`` (the last batch holds 4), a fixed shuffled
-order given as ``sampler``, ``num_workers=0``. The student's ``tune(loader) -> DataLoader``
-returns a faster loader. The checker compares its batches with the starting loader's, exactly
-(``loaderlab.loaders.same_batch``), and its throughput (samples/s over a whole pass, worker
-start-up included; best of 2 passes) with the starting loader's (best of 2 short passes).
-Waiting is sleep, so the ratio barely depends on how busy the CPUs are.
+The lab builds the starting loader in a visible cell: ``LatencyDataset(n=324, latency_s=0.04)``
+from notebook 03's ``lesson03.py`` (every sample sleeps 40 ms, like a remote read),
+``batch_size=8`` (the last batch holds 4), a fixed shuffled order given as ``sampler``,
+``num_workers=0``, and passes it: ``check_fast_loader(tune, slow_loader)``. The student's
+``tune(loader) -> DataLoader`` returns a faster loader. The checker compares its batches with
+the starting loader's, exactly (``loaderlab.loaders.same_batch``; the reference batches are
+fetched in threads, so they cost no 13 s), and its throughput (samples/s over a whole pass,
+worker start-up included; best of 2 passes) with the starting loader's (best of 2 short
+passes). Waiting is sleep, so the ratio barely depends on how busy the CPUs are.
 """
 
 from __future__ import annotations
@@ -14,41 +16,46 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import torch
 from torch.utils.data import DataLoader
 from torch.utils.data._utils import signal_handling
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.datasets import LatencyDataset
 from loaderlab.loaders import batch_size_of, require_loader, same_batch
 from loaderlab.measure import throughput
 
 HINT = ("Hint: notebook 03, sections 2 'How many workers?' and 5 (persistent_workers), or "
         "notebook 04, section 3 'Fetching a whole batch at once: `__getitems__`'.")
-N_SAMPLES = 324
-BATCH_SIZE = 8
-LATENCY_S = 0.04
 MIN_SPEEDUP = 4.0
 BASELINE_BATCHES = 3
 # A pass that runs longer than this many times the pass time of a loader exactly MIN_SPEEDUP
-# times faster is stopped: it cannot pass, and a 1-worker loader would take 13 s per pass.
+# times faster is stopped: it cannot pass, and a 1-worker loader would take 13 s per pass of
+# the lab's 324 samples.
 # After a pass stopped that way, a second one runs only for persistent workers.
 PASS_LIMIT_FACTOR = 1.5
 
 
-def slow_loader(latency_s: float = LATENCY_S) -> DataLoader:
-    """Return the lab's starting loader: 324 samples that sleep ``latency_s`` each, batches of
-    8 in a fixed shuffled order (``sampler`` is a list of indices), no workers."""
-    dataset = LatencyDataset(n=N_SAMPLES, latency_s=latency_s, dim=8, seed=0)
-    order = torch.randperm(N_SAMPLES, generator=torch.Generator().manual_seed(0)).tolist()
-    return DataLoader(dataset, batch_size=BATCH_SIZE, sampler=order, num_workers=0)
+REFERENCE_THREADS = 64
 
 
-def reference_batches() -> list[Any]:
-    """Return the batches of ``slow_loader()``, computed without the sleeps (same values)."""
-    return list(slow_loader(latency_s=0.0))
+def reference_batches(loader: DataLoader) -> list[Any]:
+    """Return the batches of ``loader`` (no workers), its samples fetched in threads: the same
+    values in the same order, without waiting for one read after the other."""
+    with ThreadPoolExecutor(REFERENCE_THREADS) as pool:
+        return [loader.collate_fn(list(pool.map(loader.dataset.__getitem__, indices)))
+                for indices in loader.batch_sampler]
+
+
+def _require_starting_loader(slow_loader: Any) -> None:
+    """Raise Wrong unless ``slow_loader`` looks like the lab's starting loader."""
+    if not isinstance(slow_loader, DataLoader):
+        raise Wrong(f"check_fast_loader(tune, slow_loader) needs the lab's starting DataLoader as "
+                    f"slow_loader, got {type(slow_loader).__name__}: run the cell that builds it.")
+    if slow_loader.num_workers or slow_loader.batch_sampler is None:
+        raise Wrong("slow_loader must be the lab's starting loader (batch_size=8, num_workers=0, a "
+                    "sampler): pass the loader the lab builds, and your faster one through tune.")
 
 
 def _stop_workers(iterator: Any, kill: bool) -> None:
@@ -102,7 +109,7 @@ def _timed_pass(loader: DataLoader, limit_s: float) -> tuple[list[Any], float, f
     return batches, seconds, first_batch_s if batches else seconds, complete
 
 
-def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool) -> None:
+def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, batch_size: int) -> None:
     """Raise Wrong with the first way ``batches`` (a whole pass, or its start) differ."""
     sizes = [batch_size_of(b) for b in batches]
     wanted = [batch_size_of(b) for b in expected]
@@ -112,7 +119,7 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool) -
             raise Wrong(f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
                         f"drop_last=False so the batches stay the same. {HINT}")
         raise Wrong(f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
-                    f"loader batches of {BATCH_SIZE}: keep batch_size={BATCH_SIZE} (a bigger "
+                    f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
                     f"batch changes every batch). {HINT}")
     for k, (batch, reference) in enumerate(zip(batches, expected, strict=False)):
         if not same_batch(batch, reference):
@@ -121,27 +128,28 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool) -
 
 
 @checker
-def check_fast_loader(tune: Callable[[DataLoader], DataLoader]) -> str:
-    """Check that ``tune(slow_loader())`` yields the same batches at >= 4x the throughput."""
-    expected = reference_batches()
+def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: DataLoader) -> str:
+    """Check that ``tune(slow_loader)`` yields the same batches as ``slow_loader`` at >= 4x
+    its throughput."""
+    _require_starting_loader(slow_loader)
+    expected = reference_batches(slow_loader)
+    base = max(throughput(slow_loader, max_batches=BASELINE_BATCHES).samples_per_s for _ in range(2))
     with warnings.catch_warnings():
         # torch warns when num_workers exceeds the CPU count; these workers sleep, not compute.
         warnings.filterwarnings("ignore", message="This DataLoader will create")
-        tuned = tune(slow_loader())
+        tuned = tune(slow_loader)
         try:
             require_loader(tuned, "tune(loader)'s result")
         except TypeError as exc:
             raise Wrong(f"{exc}. {HINT}") from None
-        base = max(throughput(slow_loader(), max_batches=BASELINE_BATCHES).samples_per_s
-                   for _ in range(2))
-        limit_s = PASS_LIMIT_FACTOR * N_SAMPLES / (MIN_SPEEDUP * base)
+        limit_s = PASS_LIMIT_FACTOR * len(slow_loader.dataset) / (MIN_SPEEDUP * base)
         if tuned.num_workers > 0:
             tuned.timeout = limit_s  # a worker that takes longer cannot pass: stop waiting
         passes = []
         try:
             for _ in range(2):
                 batches, seconds, first_batch_s, complete = _timed_pass(tuned, limit_s)
-                _diagnose_batches(batches, expected, complete)
+                _diagnose_batches(batches, expected, complete, slow_loader.batch_size)
                 passes.append((sum(batch_size_of(b) for b in batches) / seconds, seconds, first_batch_s))
                 if not complete:
                     break  # too slow already, and a new pass would start workers again
