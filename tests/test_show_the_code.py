@@ -62,7 +62,10 @@ def test_lesson_modules_match_their_cells_and_are_written_before_use(path):
             continue
         for node in ast.walk(ast.parse(python_of(source))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lesson"):
-                assert node.module in written, f"{path.name} imports {node.module} before a cell writes it"
+                # a solution may import its notebook's lesson module (a visible sys.path line)
+                from_notebook = path.parent.name == "solutions" and (ROOT / "notebooks" / f"{node.module}.py").exists()
+                assert node.module in written or from_notebook, (
+                    f"{path.name} imports {node.module} before a cell writes it")
 
 
 def lesson_pieces_from_loaderlab(source: str) -> list[str]:

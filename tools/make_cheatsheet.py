@@ -15,14 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = ROOT / "docs" / "snippets"
 PAGE = ROOT / "docs" / "cheatsheet.md"
 ORDER = [
-    "loader_configs", "pad_collate", "bucketing", "worker_seeding", "reproducible_loader",
+    "first_loader", "loop_to_loader", "drop_last_and_debug_order", "loader_configs",
+    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "worker_seeding",
+    "reproducible_loader",
     "cow_safe_storage", "sharded_iterable", "balanced_weights", "ddp_epochs",
     "timeouts_and_debugging",
 ]
 HEADER = """# Cheat sheet: copy-paste snippets
 
-Every snippet below is a real file in `docs/snippets/` that `tests/test_cheatsheet.py` imports
-and exercises; this page is generated from those files (`python tools/make_cheatsheet.py`), so
+Every snippet below is a real file in `docs/snippets/` that the tests (`tests/test_cheatsheet.py`,
+`tests/test_snippets_*.py`) import and exercise; this page is generated from those files (`python tools/make_cheatsheet.py`), so
 it cannot drift from code that works. Each one names the notebook that measures why.
 """
 
