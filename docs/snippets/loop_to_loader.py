@@ -1,5 +1,7 @@
-"""From a hand-written batching loop to a DataLoader: the same batches in the same order,
-then worker processes that load while the training step runs. Notebook 01.
+"""From a hand-written batching loop to a DataLoader, then workers that load while you train.
+
+The same batches in the same order as the loop; worker processes then fetch while the
+training step runs. Notebook 01.
 """
 
 import torch
