@@ -16,7 +16,6 @@ from loaderlab.measure import (  # noqa: E402
     Tracer,
     WorkerMemorySampler,
     live_workers,
-    simulated_step,
     throughput,
     trace_timeline,
     wait_for_workers_to_exit,
@@ -36,7 +35,6 @@ __all__ = [
     "WorkerMemorySampler",
     "live_workers",
     "wait_for_workers_to_exit",
-    "simulated_step",
     "doctor",
 ]
 

@@ -1,8 +1,9 @@
-"""Dataset classes used by the notebooks.
+"""Dataset classes used by the notebooks not yet converted to "Show the code" (06-17), the
+lab checkers and the doctor. Converted notebooks write their lesson's Datasets in visible
+``%%writefile lessonNN.py`` cells instead (README, Contributing).
 
-They live in the package (not in notebook cells) so that worker processes started with
-``spawn`` or ``forkserver`` can unpickle them: a class defined in a notebook lives in
-``__main__``, which a spawned worker cannot import.
+Like a lesson module, a module here is importable by worker processes started with ``spawn``
+or ``forkserver``, which cannot import a notebook's ``__main__``.
 """
 
 from __future__ import annotations
@@ -47,73 +48,6 @@ class AttributeForwarding:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-
-
-class _Packed:
-    """Where a tensor stood in a pickled state: element ``offset`` of the packed ``dtype`` group."""
-
-    __slots__ = ("dtype", "offset", "shape")
-
-    def __init__(self, dtype: torch.dtype, offset: int, shape: torch.Size) -> None:
-        self.dtype, self.offset, self.shape = dtype, offset, shape
-
-    def __reduce__(self):
-        return (_Packed, (self.dtype, self.offset, tuple(self.shape)))
-
-
-def _replace_tensors(obj: Any, visit: Callable[[Any], Any]) -> Any:
-    if isinstance(obj, (torch.Tensor, _Packed)):
-        return visit(obj)
-    if isinstance(obj, tuple):
-        return tuple(_replace_tensors(item, visit) for item in obj)
-    if isinstance(obj, list):
-        return [_replace_tensors(item, visit) for item in obj]
-    if isinstance(obj, dict):
-        return {key: _replace_tensors(value, visit) for key, value in obj.items()}
-    return obj
-
-
-class FewTensorsWhenPickled:
-    """Mixin for datasets that hold many small tensors (a list of samples, a cache): pickled,
-    they travel as one flat tensor per dtype instead of one tensor each.
-
-    A worker started by ``spawn`` or ``forkserver`` receives the Dataset pickled, and torch
-    shares every CPU tensor's storage through its own file descriptor
-    (``torch/multiprocessing/reductions.py``, ``reduce_storage``). ``forkserver`` passes all of
-    them in one message of at most 256 (``multiprocessing/forkserver.py``,
-    ``MAXFDS_TO_SEND``), so a Dataset holding a few hundred tensors cannot start its workers:
-    ``ValueError: too many fds`` (Python 3.14 makes forkserver the default on Linux).
-    torchvision's ``VideoClips`` packs its tensors the same way (pytorch/vision#1694).
-    Unpickled, each tensor is a view of its flat group, with the same values and shape.
-    """
-
-    def __getstate__(self) -> dict[str, Any]:
-        groups: dict[torch.dtype, list[torch.Tensor]] = {}
-        sizes: dict[torch.dtype, int] = {}
-
-        def pack(tensor: torch.Tensor) -> _Packed:
-            offset = sizes.get(tensor.dtype, 0)
-            groups.setdefault(tensor.dtype, []).append(tensor.detach().reshape(-1))
-            sizes[tensor.dtype] = offset + tensor.numel()
-            return _Packed(tensor.dtype, offset, tensor.shape)
-
-        state = {k: v for k, v in self.__dict__.items() if k != "_packed_keepalive"}
-        state = _replace_tensors(state, pack)
-        state["_packed_tensors"] = {dtype: torch.cat(parts) for dtype, parts in groups.items()}
-        # The flat tensors must outlive this call: under spawn and forkserver the pickler only
-        # notes each storage's file descriptor, and the worker receives it when it starts. A
-        # temporary freed before that leaves the worker "unable to resize file".
-        self.__dict__["_packed_keepalive"] = state["_packed_tensors"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        flat = state.pop("_packed_tensors", {})
-
-        def unpack(slot: _Packed) -> torch.Tensor:
-            count = int(np.prod(slot.shape, dtype=np.int64))
-            return flat[slot.dtype][slot.offset:slot.offset + count].view(slot.shape)
-
-        self.__dict__.update(_replace_tensors(state, unpack))
 
 
 class DelayedDataset(Dataset):
@@ -176,6 +110,28 @@ class LatencyDataset(Dataset):
         return self.features[index], int(self.labels[index])
 
 
+class ResizeToTensor:
+    """A transform: returns a PIL image resized to ``size``×``size`` as a float tensor
+    ``[C, size, size]`` in ``[0, 1]`` (C = the image's number of bands).
+
+    A class rather than a lambda, so a DataLoader worker started with ``spawn`` can unpickle it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = require_positive(size, "size")
+
+    def __call__(self, image: Image.Image) -> torch.Tensor:
+        if not isinstance(image, Image.Image):
+            raise TypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
+        array = np.asarray(image.resize((self.size, self.size), Image.Resampling.BILINEAR))
+        if array.ndim == 2:
+            array = array[:, :, None]
+        return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div_(255)
+
+    def __repr__(self) -> str:
+        return f"ResizeToTensor(size={self.size})"
+
+
 class ImageFileDataset(Dataset):
     """Map-style dataset over image files: decode on every access, then apply ``transform``.
 
@@ -206,27 +162,6 @@ class ImageFileDataset(Dataset):
         with Image.open(self.paths[index]) as image:
             image = image.convert(self.mode) if self.mode else image.copy()
         return self.transform(image), self.labels[index]
-
-
-class TokenDataset(FewTensorsWhenPickled, Dataset):
-    """Variable-length token sequences: returns ``(tokens: LongTensor[L_i], label: int)``.
-
-    Pickled (for spawn or forkserver workers) its tensors travel as one (``FewTensorsWhenPickled``)."""
-
-    def __init__(self, samples: Sequence[tuple[torch.Tensor, int]]) -> None:
-        if not len(samples):
-            raise ValueError("samples must not be empty")
-        self.samples = list(samples)
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        return self.samples[index]
-
-    def lengths(self) -> list[int]:
-        """Return the length of every sequence, in index order."""
-        return [len(tokens) for tokens, _ in self.samples]
 
 
 class MetadataDataset(Dataset):

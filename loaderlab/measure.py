@@ -18,16 +18,6 @@ from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_po
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
 
-def simulated_step(seconds: float) -> None:
-    """Stand in for a training step on an accelerator: the main process waits ``seconds``
-    while its CPU stays free (as it does while a GPU computes)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError(f"seconds must be a number, got {type(seconds).__name__}")
-    if seconds < 0:
-        raise ValueError(f"seconds must be >= 0, got {seconds}")
-    time.sleep(seconds)
-
-
 def _as_step(step: Callable[[Any], Any] | float | None) -> Callable[[Any], Any] | None:
     if step is None or callable(step):
         return step

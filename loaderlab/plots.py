@@ -83,26 +83,3 @@ def plot_worker_memory(
     return ax
 
 
-def plot_scaling(
-    num_workers: Sequence[int],
-    samples_per_s: Sequence[float],
-    title: str,
-    label: str = "measured",
-    ax: Axes | None = None,
-) -> Axes:
-    """Throughput against ``num_workers`` with the ideal line (linear from the 1-worker point,
-    or from the 0-worker point when 1 was not measured)."""
-    if len(num_workers) != len(samples_per_s) or not len(num_workers):
-        raise ValueError("num_workers and samples_per_s must be non-empty and of equal length")
-    ax = _axes(ax, (6, 4))
-    ax.plot(num_workers, samples_per_s, "o-", label=label)
-    base_index = list(num_workers).index(1) if 1 in num_workers else 0
-    base = samples_per_s[base_index]
-    ideal = [base * max(n, 1) for n in num_workers]
-    ax.plot(num_workers, ideal, "k:", label="ideal (linear in workers)")
-    ax.set_xlabel("num_workers")
-    ax.set_ylabel("throughput (samples/s)")
-    ax.set_title(title)
-    ax.legend(loc="best")
-    ax.figure.tight_layout()
-    return ax

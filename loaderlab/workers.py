@@ -7,12 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
 
-import numpy as np
 import torch
-from PIL import Image
 from torch.utils.data import DataLoader
 
 from loaderlab.datasets import DelayedDataset
@@ -22,28 +18,12 @@ from loaderlab.loaders import (
     require_seconds,
     stop_workers,
 )
-from loaderlab.measure import BackgroundSampler, Throughput, Timeline, throughput
+from loaderlab.measure import BackgroundSampler, Timeline, throughput
 
 SHM_PATH = "/dev/shm"
 
 
 # ------------------------------------------------------------------------------- datasets
-
-
-def image_to_uint8_tensor(image: Image.Image) -> torch.Tensor:
-    """Return a PIL image as a uint8 tensor ``[C, H, W]`` (0-255, not scaled).
-
-    A quarter of the bytes of a float32 tensor: batches cross from worker to main process
-    through shared memory, so smaller batches cost less to hand over. Convert to float where
-    the model runs (``xb.float().div_(255)``).
-    """
-    if not isinstance(image, Image.Image):
-        raise TypeError(f"image must be a PIL image, got {type(image).__name__}")
-    array = np.asarray(image)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    return torch.from_numpy(array.copy()).permute(2, 0, 1)
-
 
 
 class SpikyLatencyDataset(DelayedDataset):
@@ -105,52 +85,6 @@ def close_workers(loader: DataLoader) -> None:
     iterator = getattr(loader, "_iterator", None)
     stop_workers(iterator)
     loader._iterator = None
-
-
-def steady_throughput(
-    loader: DataLoader,
-    step: Callable[[Any], Any] | float | None = None,
-    warmup_batches: int | None = None,
-) -> Throughput:
-    """Return the throughput of a full pass over ``loader`` after a short warm-up pass, so
-    that worker start-up is left out (the loader needs ``persistent_workers=True`` when it has
-    workers); persistent workers are shut down afterwards.
-
-    The warm-up takes ``warmup_batches`` batches, by default ``max(2, num_workers)``: one from
-    every worker, so that each has started (under ``spawn`` a start takes seconds).
-    """
-    require_loader(loader)
-    require_positive(warmup_batches, "warmup_batches", allow_none=True)
-    if warmup_batches is None:
-        warmup_batches = max(2, loader.num_workers)
-    if loader.num_workers and not loader.persistent_workers:
-        raise ValueError("loader must have persistent_workers=True: a new epoch restarts workers")
-    try:
-        throughput(loader, max_batches=warmup_batches)
-        return throughput(loader, step=step)
-    finally:
-        if loader.num_workers:
-            close_workers(loader)
-
-
-def sweep_workers(
-    build: Callable[[int], DataLoader],
-    counts: Sequence[int],
-    step: Callable[[Any], Any] | float | None = None,
-) -> dict[int, Throughput]:
-    """Return ``{num_workers: Throughput}`` for loaders made by ``build(num_workers)``,
-    each measured by ``steady_throughput`` (start-up excluded)."""
-    if not callable(build):
-        raise TypeError(f"build must be a callable num_workers -> DataLoader, got {type(build).__name__}")
-    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
-        raise ValueError(f"counts must be a non-empty list of ints >= 0, got {counts!r}")
-    results = {}
-    for count in counts:
-        loader = require_loader(build(count), "build(num_workers)")
-        if loader.num_workers != count:
-            raise ValueError(f"build({count}) returned a loader with num_workers={loader.num_workers}")
-        results[count] = steady_throughput(loader, step=step)
-    return results
 
 
 def epoch_startups(loader: DataLoader, epochs: int = 3) -> list[float]:

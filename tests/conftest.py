@@ -23,7 +23,7 @@ def no_leaked_workers():
 # collection order. The longest modules go first, so that neither worker is left with a long
 # one at the end. (`--dist loadgroup` would let modules that time things share one worker, but
 # with pytest 9.2 and xdist 3.8 it ignores `xdist_group` marks: checked on a 3-test module.)
-LONGEST_FIRST = ("test_site", "test_labs", "test_checks_speed", "test_distributed", "test_doctor")
+LONGEST_FIRST = ("test_site", "test_labs", "test_lesson_edit", "test_checks_speed", "test_distributed", "test_doctor")
 
 
 def pytest_collection_modifyitems(config, items):

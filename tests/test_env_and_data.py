@@ -11,7 +11,7 @@ from PIL import Image
 
 import loaderlab
 from loaderlab import data, env
-from loaderlab.datasets import ImageFileDataset, MetadataDataset, TokenDataset, image_to_tensor
+from loaderlab.datasets import ImageFileDataset, MetadataDataset, ResizeToTensor, image_to_tensor
 
 
 def test_setup_seeds_every_generator(capsys):
@@ -80,7 +80,6 @@ def test_token_sequences_respect_the_contract():
     assert len(samples) == 300 and min(lengths) >= 1 and max(lengths) <= 64
     assert 14 <= float(np.median(lengths)) <= 26
     assert all(t.dtype == torch.long and t.min() >= 1 and t.max() < 50 for t, _ in samples)
-    assert TokenDataset(samples).lengths() == lengths
     again = data.make_token_sequences(n=300, median_length=20, max_length=64, vocab_size=50, seed=2)
     assert all(torch.equal(x, y) for (x, _), (y, _) in zip(samples, again, strict=True))
 
@@ -101,3 +100,15 @@ def test_metadata_list_and_array_hold_the_same_rows():
     assert MetadataDataset(rows)[3].item() == MetadataDataset(arr)[3].item() == 32
     with pytest.raises(TypeError, match="rows"):
         data.metadata_array("not a list")
+
+
+def test_resize_to_tensor():
+    image = Image.new("RGBA", (10, 20), (255, 0, 0, 255))
+    tensor = ResizeToTensor(8)(image)
+    assert tensor.shape == (4, 8, 8) and tensor.dtype == torch.float32
+    assert tensor[0].min() == 1.0 and tensor[1].max() == 0.0
+    assert ResizeToTensor(5)(Image.new("L", (3, 3))).shape == (1, 5, 5)
+    with pytest.raises(ValueError, match="size"):
+        ResizeToTensor(0)
+    with pytest.raises(TypeError, match="image"):
+        ResizeToTensor(4)(torch.zeros(3, 4, 4))

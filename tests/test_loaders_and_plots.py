@@ -74,10 +74,6 @@ def test_plots_label_their_axes(no_leaked_workers):
         throughput(loader)
     ax = plots.plot_worker_memory(sampler.records, title="memory", metric="uss")
     assert ax.get_ylabel() == "USS (MB)"
-    ax = plots.plot_scaling([0, 1, 2, 4], [10.0, 10.0, 19.0, 35.0], title="scaling")
-    ideal = ax.get_lines()[1].get_ydata()
-    assert list(ideal) == [10.0, 10.0, 20.0, 40.0]
-    assert ax.get_xlabel() == "num_workers" and "samples/s" in ax.get_ylabel()
     plt.close("all")
 
 
@@ -88,8 +84,6 @@ def test_plots_reject_bad_input():
         plots.plot_worker_memory([], title="x", metric="vms")
     with pytest.raises(ValueError, match="records"):
         plots.plot_worker_memory([], title="x")
-    with pytest.raises(ValueError, match="equal length"):
-        plots.plot_scaling([1, 2], [1.0], title="x")
 
 
 def test_stop_workers_ends_the_workers_of_a_live_iterator_at_once():

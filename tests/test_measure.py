@@ -167,7 +167,6 @@ def test_live_workers_counts_workers_and_sees_them_exit():
         (lambda: LatencyDataset(n=4, latency_s=-0.01), ValueError, "latency_s"),
         (lambda: LatencyDataset(n=0), ValueError, "n"),
         (lambda: LatencyDataset(n=4, latency_s="1"), TypeError, "latency_s"),
-        (lambda: loaderlab.simulated_step(-1), ValueError, "seconds"),
     ],
 )
 def test_instruments_reject_nonsense_with_a_message_naming_the_argument(call, error, word):

@@ -6,7 +6,6 @@ import time
 
 import pytest
 import torch
-from PIL import Image
 from torch.utils.data import DataLoader, TensorDataset
 
 import loaderlab
@@ -18,22 +17,9 @@ from loaderlab.workers import (
     close_workers,
     epoch_startups,
     host_to_device_seconds,
-    image_to_uint8_tensor,
     overlap_fraction,
     shared_memory_used_mb,
-    steady_throughput,
-    sweep_workers,
 )
-
-
-def test_image_to_uint8_tensor_keeps_bytes_and_layout():
-    image = Image.new("RGB", (5, 3), (10, 20, 30))
-    tensor = image_to_uint8_tensor(image)
-    assert tensor.dtype == torch.uint8 and tensor.shape == (3, 3, 5)
-    assert tensor[:, 0, 0].tolist() == [10, 20, 30]
-    assert image_to_uint8_tensor(Image.new("L", (4, 2))).shape == (1, 2, 4)
-    with pytest.raises(TypeError, match="image"):
-        image_to_uint8_tensor(torch.zeros(3))
 
 
 def test_spiky_dataset_delays_and_samples():
@@ -65,27 +51,6 @@ def test_batches_in_flight_counts_prefetch_per_worker(no_leaked_workers):
     assert batches_in_flight(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=3)) == 6
     # capped by the number of batches
     assert batches_in_flight(DataLoader(ds, batch_size=32, num_workers=2, prefetch_factor=4)) == 2
-
-
-def test_steady_throughput_requires_persistent_workers_and_closes_them(no_leaked_workers):
-    ds = LatencyDataset(n=32, latency_s=0.0)
-    with pytest.raises(ValueError, match="persistent_workers"):
-        steady_throughput(DataLoader(ds, batch_size=4, num_workers=1))
-    loader = DataLoader(ds, batch_size=4, num_workers=1, persistent_workers=True)
-    run = steady_throughput(loader)
-    assert run.batches == 8 and run.samples == 32 and loader._iterator is None
-    assert run.samples_per_s > 0
-
-
-def test_sweep_workers_measures_each_count(no_leaked_workers):
-    ds = TensorDataset(torch.arange(24.0))
-    sweep = sweep_workers(lambda n: DataLoader(ds, batch_size=4, num_workers=n,
-                                               persistent_workers=n > 0), [0, 2])
-    assert list(sweep) == [0, 2] and all(t.samples == 24 for t in sweep.values())
-    with pytest.raises(ValueError, match="counts"):
-        sweep_workers(lambda n: None, [])
-    with pytest.raises(ValueError, match="num_workers"):
-        sweep_workers(lambda n: DataLoader(ds), [1])
 
 
 def test_epoch_startups_returns_one_value_per_epoch_and_leaves_no_workers(no_leaked_workers):
