@@ -202,7 +202,9 @@ def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
     assert report.finished and not report.overran and report.returncode == 0
     assert report.summary() == "the demo finished within its 120 s bound"
     kill, ok = report.value["kill"], report.value["ok"]
-    assert kill.batches == 1 and kill.cause is not None and "killed by signal: Killed" in kill.cause
+    # worker 0's batch 0 may or may not be taken before the SIGCHLD handler reports worker 1's
+    # death (a race inside torch, seen once in a clean-clone CI run): never more than batch 0
+    assert kill.batches <= 1 and kill.cause is not None and "killed by signal: Killed" in kill.cause
     assert ok.ok and ok.batches == 2 and ok.values[0].tolist() == [1, 2, 3, 4]
     assert spawned.report().value == "spawn"
     failed = failing.report()
