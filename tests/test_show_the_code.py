@@ -26,8 +26,9 @@ from torch.utils.data import Dataset, IterableDataset, Sampler
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
-# Converted to the convention so far ("Show the code" 1 of 3); 06-17 follow in the next two.
-CONVERTED = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.name[:2] in {"00", "01", "02", "03", "04", "05"}]
+# Converted to the convention so far ("Show the code" 1 and 2 of 3); 12-17 follow.
+CONVERTED = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.name[:2] in {
+    "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"}]
 WRITEFILE = re.compile(r"\A%%writefile(?: -a)? (\S+)\n")
 
 
