@@ -184,12 +184,58 @@ class BackgroundSampler:
             self._thread.join()
 
 
+class MemoryGate:
+    """A ``worker_init_fn`` that holds each new worker until the sampler that made it has
+    read it once (``WorkerMemorySampler.gate``), so that first reading precedes any fetch.
+
+    It pickles (an Event of the spawn context, which fork, spawn and forkserver workers all
+    accept). Call it from your own ``worker_init_fn`` to run more code after the gate.
+    """
+
+    def __init__(self, timeout_s: float = 60.0) -> None:
+        import multiprocessing
+
+        require_positive(timeout_s, "timeout_s", integer=False)
+        context = multiprocessing.get_context("spawn")
+        self.timeout_s = timeout_s
+        self._event, self._arrived = context.Event(), context.Semaphore(0)
+
+    def __call__(self, worker_id: int) -> None:
+        self._arrived.release()
+        self._event.wait(self.timeout_s)
+
+    def wait_for(self, num_workers: int) -> None:
+        """Return once ``num_workers`` workers wait at the gate; raise after ``timeout_s``."""
+        deadline = time.monotonic() + self.timeout_s
+        for arrived in range(num_workers):
+            if not self._arrived.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                raise RuntimeError(f"{arrived} of {num_workers} workers reached the gate within "
+                                   f"{self.timeout_s:.0f} s: build the loader with worker_init_fn=mem.gate")
+
+    def open(self) -> None:
+        """Let the waiting workers (and every later one) go on."""
+        self._event.set()
+
+    def close(self) -> None:
+        """Make workers started from now on wait again."""
+        self._event.clear()
+        while self._arrived.acquire(block=False):  # arrivals of an earlier pass
+            pass
+
+    def __repr__(self) -> str:
+        return f"MemoryGate(open={self._event.is_set()})"
+
+
 class WorkerMemorySampler(BackgroundSampler):
     """Context manager that samples USS, PSS and RSS of this process and its workers.
 
     A background thread reads every live worker (``live_workers()``) and the main process
     every ``interval_s`` seconds. PSS exists on Linux only (None elsewhere). Use
     ``records`` (tidy rows), ``peak_uss_by_worker()`` and ``worker_uss_growth_mb()``.
+
+    Around one epoch of a loader you built: pass ``worker_init_fn=mem.gate`` and loop over
+    ``mem.watch(loader)``; each worker is then read once before it fetches anything, and
+    the readings stop before the workers do (see ``watch``).
     """
 
     thread_name = "loaderlab-memory"
@@ -200,6 +246,68 @@ class WorkerMemorySampler(BackgroundSampler):
         self.records: list[MemoryRecord] = []
         self._t0 = 0.0
         self._baseline_uss_mb: float | None = None
+        self._gate: MemoryGate | None = None
+        self._ignored: set[int] = set()
+
+    @property
+    def gate(self) -> MemoryGate:
+        """The ``worker_init_fn`` to pass to the loader that ``watch`` runs: a worker waits
+        there until the sampler has read it once (``watch`` opens it)."""
+        if self._gate is None:
+            self._gate = MemoryGate()
+        return self._gate
+
+    def watch(self, loader: DataLoader, max_batches: int | None = None) -> Iterator[Any]:
+        """Yield the batches of one pass over ``loader`` while sampling, and stop the workers
+        only after the last reading.
+
+        A garbage collection runs here first (a worker inherits the collector's counters, so a
+        nearly-due full collection would otherwise run in a worker before its first reading).
+        Workers alive before ``iter(loader)`` are not read. If the loader was built with
+        ``worker_init_fn=self.gate``, every worker is read once when all wait at the gate
+        (started, nothing fetched yet), and the gate opens. After the last batch one more reading is taken and
+        sampling stops; then the workers are shut down (unless they persist), unobserved
+        (for a loader without a length, torch shuts them down as the pass ends, before it):
+        while one worker exits, pages it still shared with another become the other's alone,
+        a jump in USS that the epoch did not cause.
+        """
+        require_loader(loader)
+        require_positive(max_batches, "max_batches", allow_none=True)
+        return self._watch(loader, max_batches)
+
+    def _watch(self, loader: DataLoader, max_batches: int | None) -> Iterator[Any]:
+        import gc
+
+        if self._gate is not None:
+            self._gate.close()
+        self._ignored = {p.pid for p in live_workers()}
+        gc.collect()
+        iterator = iter(loader)  # starts the workers; with the gate they wait there
+        try:
+            if self._gate is not None:
+                self._gate.wait_for(loader.num_workers)
+            with self:
+                self.sample()
+                if self._gate is not None:
+                    self._gate.open()
+                # Ask for exactly len(loader) batches: the next() that raises StopIteration
+                # would shut the workers down (``_next_data``) before the last reading.
+                total = len(loader) if hasattr(loader.dataset, "__len__") else None
+                if max_batches is not None:
+                    total = max_batches if total is None else min(total, max_batches)
+                delivered = 0
+                while total is None or delivered < total:
+                    try:
+                        batch = next(iterator)
+                    except StopIteration:
+                        break
+                    delivered += 1
+                    yield batch
+                self.sample()  # the last reading, while the workers are still alive
+        finally:
+            if not loader.persistent_workers:
+                stop_workers(iterator)
+            del iterator
 
     def _read(self, proc: psutil.Process, role: str, t: float) -> MemoryRecord | None:
         try:
@@ -215,7 +323,7 @@ class WorkerMemorySampler(BackgroundSampler):
     def sample(self) -> None:
         """Take one reading now (the thread calls this; call it yourself for an extra point)."""
         t = time.perf_counter() - self._t0
-        procs = [(p, "worker") for p in live_workers()]
+        procs = [(p, "worker") for p in live_workers() if p.pid not in self._ignored]
         if self.include_main:
             procs.append((psutil.Process(), "main"))
         for proc, role in procs:
