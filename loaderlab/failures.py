@@ -600,6 +600,7 @@ def _alive(pid: int) -> bool:
 _CHILD_CODE = "import sys; from loaderlab.failures import _bounded_child_main; _bounded_child_main(sys.argv[1])"
 _SELF_BOUND_SLACK_S = 30.0  # an orphaned child (its parent died) ends itself this long after its bound
 _DUMP_WAIT_S = 1.0  # how long an overrunning child gets to write its stack before it is killed
+_SETTLE_S = 2.0  # how long processes a finished child started get to exit before they count as left behind
 
 
 @dataclass
@@ -615,6 +616,8 @@ class ChildReport:
     error: str | None = None  # "Type: message" of what the function raised, or why no value came
     stuck_at: list[str] = field(default_factory=list)  # an overrun child's main thread, innermost first
     log: str = field(default="", repr=False)  # what the child and its workers wrote to stdout/stderr
+    exited_at: float | None = None  # time.time() when it exited by itself (None: it was stopped)
+    left_running: int = 0  # processes it started still running _SETTLE_S after it exited (then killed)
 
     @property
     def finished(self) -> bool:
@@ -677,8 +680,15 @@ class BoundedChild:
         if self._report is not None:
             return self._report
         pid = self.process.pid
+        exited_at, left_running = None, 0
         try:
             exited = _wait_for_exit(self.process, self.started + self.bound_s)
+            if exited:  # did it leave processes behind (workers it never shut down)?
+                exited_at = time.time()
+                settle = time.monotonic() + _SETTLE_S
+                while _group_members(pid) and time.monotonic() < settle:
+                    time.sleep(0.05)
+                left_running = len(_group_members(pid))
             if not exited:  # ask for its stack (faulthandler), give it a moment to write it
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGUSR1)
@@ -688,6 +698,7 @@ class BoundedChild:
             self.process.wait()
         seconds = time.monotonic() - self.started
         self._report = self._read(overran=not exited, seconds=seconds)
+        self._report.exited_at, self._report.left_running = exited_at, left_running
         shutil.rmtree(self._dir, ignore_errors=True)
         return self._report
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import time
 
@@ -215,6 +216,19 @@ def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
         failing.result()
     for child in (demo, spawned, failing):
         assert child.process.returncode is not None and not failures._group_members(child.process.pid)
+
+
+def test_bounded_child_notes_when_it_exited_and_counts_what_it_left_running():
+    from loaderlab.failures import run_bounded
+
+    before = time.time()
+    leaves_one = run_bounded(os.system, "sleep 30 &", bound_s=60)  # a shell that leaves `sleep` behind
+    clean = run_bounded(os.getpid, bound_s=60)
+    report = leaves_one.report()
+    assert report.finished and report.value == 0
+    assert before < report.exited_at <= time.time() and report.left_running == 1
+    assert clean.report().exited_at is not None and clean.report().left_running == 0
+    assert not failures._group_members(leaves_one.process.pid)  # what it left was killed after counting
 
 
 def test_bounded_child_that_overruns_is_stopped_with_its_workers():
