@@ -205,6 +205,46 @@ def _kill_launch(proc: subprocess.Popen) -> None:
     psutil.wait_procs(family, timeout=5)
 
 
+@dataclass
+class BoundedRun:
+    """What a command run under a time bound returned: exit code, output, wall time."""
+
+    returncode: int
+    output: str
+    wall_s: float
+    timed_out: bool
+
+
+def run_bounded(argv: Sequence[str], timeout_s: float = 60.0, env: dict[str, str] | None = None) -> BoundedRun:
+    """Run ``argv`` (stdout and stderr together) and return what it printed, never waiting
+    longer than ``timeout_s``.
+
+    On timeout the command and every process it started are killed — for a torchrun launch the
+    launcher, its ranks (each in a session of its own) and their DataLoader workers — so
+    nothing is left behind and the caller never hangs (``timed_out`` is True).
+    """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        raise TypeError(f"timeout_s must be a number of seconds, got {type(timeout_s).__name__}")
+    if not 0 < timeout_s <= 600:
+        raise ValueError(f"timeout_s must be in (0, 600] seconds, got {timeout_s}")
+    start = time.perf_counter()
+    # Not subprocess.run(timeout=...): it kills only the launcher, and the orphaned ranks keep
+    # the output pipe open, so run() would then wait for them anyway.
+    proc = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ if env is None else env), start_new_session=True,
+    )
+    timed_out = False
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_launch(proc)
+        output, _ = proc.communicate()
+        output += f"\n{LINE_PREFIX} killed after the {timeout_s} s timeout"
+    return BoundedRun(proc.returncode, output, time.perf_counter() - start, timed_out)
+
+
 def run_torchrun(
     script_args: Sequence[str], out: str | Path, nproc_per_node: int = 2, timeout_s: float = 60.0
 ) -> TorchrunResult:
@@ -215,10 +255,6 @@ def run_torchrun(
     (prefixed ``[loaderlab]``), sorted; ``result`` is the JSON rank 0 wrote to ``out`` (None
     if it did not).
     """
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
-        raise TypeError(f"timeout_s must be a number of seconds, got {type(timeout_s).__name__}")
-    if not 0 < timeout_s <= 600:
-        raise ValueError(f"timeout_s must be in (0, 600] seconds, got {timeout_s}")
     out = Path(out)
     if out.exists():
         out.unlink()
@@ -226,27 +262,12 @@ def run_torchrun(
         [*script_args, "--out", str(out)], nproc_per_node, master_port=free_port()
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    start = time.perf_counter()
-    # Not subprocess.run(timeout=...): it kills only the launcher, and the orphaned ranks keep
-    # the output pipe open, so run() would then wait for them anyway.
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-        start_new_session=True,
-    )
-    timed_out = False
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_launch(proc)
-        output, _ = proc.communicate()
-        output += f"\n{LINE_PREFIX} killed after the {timeout_s} s timeout"
-    wall_s = time.perf_counter() - start
+    run = run_bounded(argv, timeout_s, env)
     # Split on the prefix as well as on newlines, in case two ranks' lines ran together.
-    pieces = re.split(rf"(?={re.escape(LINE_PREFIX)})|\n", output)
+    pieces = re.split(rf"(?={re.escape(LINE_PREFIX)})|\n", run.output)
     lines = sorted(p.strip() for p in pieces if p.startswith(LINE_PREFIX))
     result = json.loads(out.read_text()) if out.exists() else None
-    return TorchrunResult(proc.returncode, result, lines, wall_s, output, timed_out)
+    return TorchrunResult(run.returncode, result, lines, run.wall_s, run.output, run.timed_out)
 
 
 # --------------------------------------------------------------------------- the script
