@@ -144,9 +144,10 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
     try:
         data = TensorDataset(torch.arange(10))
         orders = []
-        ddp.train_epochs(data, epochs=2, train_step=lambda b: orders.append(b[0].tolist()), batch_size=10)
+        ddp.train_epochs(data, num_epochs=2, train_step=lambda b: orders.append(b[0].tolist()), batch_size=10)
         assert orders[0] != orders[1] and sorted(orders[0]) == list(range(10))
-        accuracy = ddp.evaluate(data, count_correct=lambda b: int((b[0] % 2 == 0).sum()), batch_size=3)
+        labelled = TensorDataset(torch.eye(2)[torch.arange(10) % 2], torch.zeros(10, dtype=torch.long))
+        accuracy = ddp.evaluate(lambda xb: xb, labelled, batch_size=3)  # predicts class i % 2: half right
         assert accuracy == pytest.approx(0.5)
     finally:
         dist.destroy_process_group()

@@ -1,6 +1,11 @@
-"""Tests for loaderlab.distributed: shard counts, evaluation without padding, a real torchrun."""
+"""Tests for loaderlab.distributed: shard counts, evaluation without padding, a real torchrun;
+run_bounded and notebook 10's script (notebooks/lesson10_ddp.py) launched with it."""
 
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +15,7 @@ from loaderlab.distributed import (
     free_port,
     main,
     rank_shards,
+    run_bounded,
     run_torchrun,
     torchrun_argv,
 )
@@ -130,3 +136,30 @@ def test_timeout_kills_launcher_ranks_and_workers(tmp_path):
         except psutil.Error:
             continue
     assert left == [], f"{len(left)} processes of the launch are still alive"
+
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def test_run_bounded_returns_the_output_and_kills_what_outlives_the_bound():
+    done = run_bounded([sys.executable, "-c", "print('hi')"], timeout_s=30)
+    assert (done.returncode, done.output.strip(), done.timed_out) == (0, "hi", False)
+    hung = run_bounded([sys.executable, "-c", "import time; time.sleep(300)"], timeout_s=1)
+    assert hung.timed_out and hung.returncode != 0 and hung.wall_s < 30
+    with pytest.raises(ValueError):
+        run_bounded(["true"], timeout_s=0)
+
+
+def test_notebook_10s_script_under_torchrun_shards_every_epoch_exactly_once(tmp_path):
+    out = tmp_path / "seen.json"
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+            str(NOTEBOOKS / "lesson10_ddp.py"), "--out", str(out), "--size", "10", "--num-workers", "1"]
+    run = run_bounded(argv, timeout_s=120)
+    assert run.returncode == 0 and not run.timed_out, run.output[-2000:]
+    assert sorted(line for line in run.output.splitlines() if line.startswith("rank ")) == [
+        "rank 0/2: epoch 0: 5 items, epoch 1: 5 items", "rank 1/2: epoch 0: 5 items, epoch 1: 5 items"]
+    seen = json.loads(out.read_text())
+    for epoch, per_rank in enumerate(seen):
+        assert per_rank == rank_shards(10, 2, epoch=epoch, shuffle=True, seed=0)
+    assert seen[0] != seen[1]  # set_epoch reshuffled

@@ -1,29 +1,56 @@
 """A distributed epoch loop: set_epoch every epoch, and an evaluation without padding.
 
 DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats the same
-order. For evaluation it pads shards to equal size (duplicates skew the metric): shard without
-padding instead and sum counts across ranks. Notebook 10.
+order. For evaluation it pads shards to equal size (duplicates skew the metric): deal the
+samples without padding instead and sum the counts across ranks. Plain torch. Notebook 10.
 """
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, DistributedSampler
+from torch.utils.data import DataLoader, DistributedSampler, Sampler
 
 
-def train_epochs(dataset, epochs, train_step, batch_size=32):
-    sampler = DistributedSampler(dataset, shuffle=True, seed=0)
-    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
+def train_epochs(train_set, num_epochs, train_step, batch_size=64):
+    sampler = DistributedSampler(train_set, shuffle=True, seed=0)   # same seed on every rank
+    loader = DataLoader(train_set, batch_size=batch_size, sampler=sampler)
+    for epoch in range(num_epochs):
+        sampler.set_epoch(epoch)          # or every epoch has the same order
         for batch in loader:
             train_step(batch)
 
 
-def evaluate(dataset, count_correct, batch_size=256):
-    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-    indices = list(range(rank, len(dataset), world))  # no padding: every sample exactly once
-    loader = DataLoader(torch.utils.data.Subset(dataset, indices), batch_size=batch_size)
-    totals = torch.tensor([sum(count_correct(batch) for batch in loader), len(indices)])
-    if dist.is_initialized():
-        dist.all_reduce(totals)
-    return (totals[0] / totals[1]).item()
+class UnpaddedDistributedSampler(Sampler):
+    """DistributedSampler's shards without padding: every index on exactly one rank.
+
+    For evaluation: a rank may get one sample more than another, so do not train a DDP model
+    with it (a rank with one batch fewer leaves the others waiting in a collective).
+    """
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=False, seed=0):
+        self.n, self.shuffle, self.seed, self.epoch = len(dataset), shuffle, seed, 0
+        self.num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+        self.rank = dist.get_rank() if rank is None else rank
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        order = list(range(self.n))
+        if self.shuffle:  # DistributedSampler's permutation: seeded with seed + epoch
+            generator = torch.Generator().manual_seed(self.seed + self.epoch)
+            order = torch.randperm(self.n, generator=generator).tolist()
+        return iter(order[self.rank::self.num_replicas])   # dealt round-robin: no padding, no drop
+
+    def __len__(self):
+        return len(range(self.rank, self.n, self.num_replicas))
+
+
+def evaluate(model, val_set, batch_size=256):
+    """Accuracy with every validation sample counted exactly once, on any number of ranks."""
+    val_loader = DataLoader(val_set, batch_size=batch_size, sampler=UnpaddedDistributedSampler(val_set))
+    counts = torch.zeros(2)                      # [hits, samples] on this rank
+    with torch.no_grad():
+        for xb, yb in val_loader:
+            counts += torch.tensor([(model(xb).argmax(1) == yb).sum().item(), len(yb)])
+    dist.all_reduce(counts)                       # sum over ranks
+    return (counts[0] / counts[1]).item()         # every sample counted once
