@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset
 
 from loaderlab.collate import padding_waste
 from loaderlab.data import make_metadata, make_token_sequences
@@ -92,25 +92,32 @@ def test_bucketing_covers_each_index_once_cuts_waste_and_reshuffles():
     assert epochs[0] != epochs[1]
 
 
-def test_worker_seeding_removes_repeats_across_workers_and_epochs(no_leaked_workers):
-    init = snippet("worker_seeding").worker_init_fn
-    seen = []
-    for fn in (None, init):
-        loader = DataLoader(RandomAugment(16), batch_size=4, num_workers=2, worker_init_fn=fn,
-                            generator=torch.Generator().manual_seed(0))
-        values = [v for _ in range(2) for batch in loader for v in batch.tolist()]
-        seen.append(len(values) - len(set(values)))
-    assert seen[0] >= 16, "without the fix, workers and epochs repeat"
-    assert seen[1] == 0
+def test_worker_seeding_draws_differ_across_workers_and_epochs_also_in_a_subset(no_leaked_workers):
+    noisy = snippet("worker_seeding").NoisySamples
+    dataset = Subset(noisy(torch.zeros(16, dtype=torch.float64)), range(16))  # wrapped: no worker_init_fn reaches it
+    dataset[0]  # a draw in the main process first: its generator must not travel to the workers
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, generator=torch.Generator().manual_seed(0))
+    values = [v for _ in range(2) for batch in loader for v in batch.tolist()]
+    assert len(values) == 32 and len(set(values)) == 32  # no repeats across workers or epochs
+    again = DataLoader(dataset, batch_size=4, num_workers=2, generator=torch.Generator().manual_seed(0))
+    assert [v for batch in again for v in batch.tolist()] == values[:16]  # same seed, same draws
+    joined = ConcatDataset([noisy(torch.zeros(8, dtype=torch.float64), seed=s) for s in (1, 2)])
+    values = [v for batch in DataLoader(joined, batch_size=4, num_workers=2) for v in batch.tolist()]
+    assert len(set(values)) == 16  # one worker fetches both datasets: their own seeds keep them apart
 
 
-def test_reproducible_loader_repeats_order_and_worker_randomness(no_leaked_workers):
+def test_reproducible_loader_repeats_order_and_worker_randomness_for_the_same_num_workers(no_leaked_workers):
     make = snippet("reproducible_loader").reproducible_loader
-    init = snippet("worker_seeding").worker_init_fn
-    a = make(RandomAugment(12), seed=7, batch_size=3, worker_init_fn=init)
-    b = make(RandomAugment(12), seed=7, batch_size=3, worker_init_fn=init)
-    assert same_batches(a, b)
-    assert not same_batches(a, make(RandomAugment(12), seed=8, batch_size=3, worker_init_fn=init))
+    noisy = snippet("worker_seeding").NoisySamples
+
+    def loader(seed, num_workers):
+        return make(noisy(torch.zeros(12, dtype=torch.float64)), seed=seed, num_workers=num_workers, batch_size=3)
+
+    assert same_batches(loader(7, 2), loader(7, 2))
+    assert not same_batches(loader(7, 2), loader(8, 2))
+    with warnings.catch_warnings():  # 3 workers on 2 cores: torch's advice is about speed
+        warnings.simplefilter("ignore", UserWarning)
+        assert not same_batches(loader(7, 2), loader(7, 3))  # num_workers belongs with the seed
 
 
 def test_cow_safe_storage_returns_the_same_rows_from_one_buffer():
@@ -122,7 +129,7 @@ def test_cow_safe_storage_returns_the_same_rows_from_one_buffer():
 
 @pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
 def test_sharded_iterable_reads_every_item_once(num_workers, no_leaked_workers):
-    loader = DataLoader(snippet("sharded_iterable").ShardedRange(29), batch_size=4, num_workers=num_workers)
+    loader = DataLoader(snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4, num_workers=num_workers)
     with warnings.catch_warnings():  # 3 workers exceed the suggested maximum on 2 cores
         warnings.simplefilter("ignore", UserWarning)
         items = [int(i) for batch in loader for i in batch]
