@@ -122,3 +122,32 @@ def test_label_sets_include_a_single_sample_class_and_three_or_more_classes():
     sets = label_sets()
     assert any(1 in collections.Counter(s).values() for s in sets)
     assert max(len(set(s)) for s in sets) >= 3 and min(len(set(s)) for s in sets) == 2
+
+
+def lab_loader(labels, weights):  # the lab's loader factory: 3000 seeded draws with replacement
+    from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+    sampler = WeightedRandomSampler(weights, num_samples=3000, replacement=True,
+                                    generator=torch.Generator().manual_seed(0))
+    return DataLoader(TensorDataset(torch.tensor(labels)), batch_size=500, sampler=sampler)
+
+
+def test_the_labs_loader_draws_the_accepted_weights_and_shows_the_shares(capsys):
+    ok = check_balanced_weights(inverse_count, lab_loader)
+    out = capsys.readouterr().out
+    assert ok and "your loader drew class shares [" in out and "for class sizes [20, 7, 3, 1]" in out
+    shares = [float(s) for s in out.split("shares [")[1].split("]")[0].split(",")]
+    assert len(shares) == 4 and all(abs(s - 0.25) < 0.05 for s in shares)  # balanced, as drawn
+
+
+def test_a_broken_loader_factory_is_answered_in_one_sentence(capsys):
+    def crashes(labels, weights):
+        raise RuntimeError("boom")
+
+    def not_a_loader(labels, weights):
+        return [torch.tensor(labels)]
+
+    for factory, phrase in ((crashes, "failed with RuntimeError: boom"), (not_a_loader, "returned list")):
+        ok = check_balanced_weights(inverse_count, factory)
+        out = capsys.readouterr().out
+        assert not ok and len(out.strip().splitlines()) == 1 and phrase in out, out

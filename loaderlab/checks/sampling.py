@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+from torch.utils.data import DataLoader
 
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.sampling import expected_class_fractions
@@ -91,21 +91,32 @@ def _diagnose(weights: list[float], labels: list[int]) -> None:
                 f"to the same total. {HINT}")
 
 
-def _drawn_shares(weights: list[float], labels: list[int], draws: int = 3000) -> list[float]:
-    """Return the class shares that a seeded DataLoader with the sampler actually draws."""
-    sampler = WeightedRandomSampler(weights, num_samples=draws, replacement=True,
-                                    generator=torch.Generator().manual_seed(0))
-    loader = DataLoader(TensorDataset(torch.tensor(labels)), batch_size=500, sampler=sampler)
-    drawn = torch.cat([yb for (yb,) in loader])
+def _drawn_shares(make_loader: Callable[..., Any], weights: list[float], labels: list[int]) -> list[float]:
+    """Return the class shares that the lab's loader, built by ``make_loader(labels, weights)``
+    around a WeightedRandomSampler, actually draws."""
+    try:
+        loader = make_loader(list(labels), list(weights))
+        drawn = torch.cat([torch.as_tensor(batch[0] if isinstance(batch, (list, tuple)) else batch).reshape(-1)
+                           for batch in loader])
+    except Exception as exc:  # the lab's own code: answer with one sentence
+        raise Wrong(f"make_loader(labels, weights) failed with {type(exc).__name__}: {exc} — it should return a "
+                    f"DataLoader whose batches start with the labels. {HINT}") from None
+    if not isinstance(loader, DataLoader) or drawn.numel() == 0:
+        raise Wrong(f"make_loader(labels, weights) returned {type(loader).__name__} that yielded "
+                    f"{drawn.numel()} labels: return a DataLoader that draws through a WeightedRandomSampler. {HINT}")
     return [round(float((drawn == c).float().mean()), 2) for c in sorted(set(labels))]
 
 
 @checker
-def check_balanced_weights(class_balanced_weights: Callable[[list[int]], Any]) -> str:
+def check_balanced_weights(class_balanced_weights: Callable[[list[int]], Any],
+                           make_loader: Callable[..., Any] | None = None) -> str:
     """Return a confirmation if ``class_balanced_weights(labels)`` balances every label set;
     raise Wrong with the first problem found.
 
     Accepted results: a list (or tuple, NumPy array, 1-D tensor) with one number per sample.
+    When ``make_loader(labels, weights)`` is given (the lab's DataLoader around a
+    WeightedRandomSampler, batches starting with the labels), the accepted weights of the last
+    label set are drawn through it and the class shares it drew are shown.
     """
     for labels in label_sets():
         given = list(labels)
@@ -115,7 +126,10 @@ def check_balanced_weights(class_balanced_weights: Callable[[list[int]], Any]) -
                         "its weights no longer line up with the samples: work on a copy. "
                         f"{HINT}")
         _diagnose(weights, labels)
-    shares = _drawn_shares(weights, labels)
-    return (f"every class is drawn with equal probability on {len(label_sets())} label sets "
-            f"(2 to 4 classes, one with a single sample); a seeded DataLoader drew class shares "
-            f"{shares} for class sizes {[n for _, n in sorted(collections.Counter(labels).items())]}")
+    verdict = (f"every class is drawn with equal probability on {len(label_sets())} label sets "
+               f"(2 to 4 classes, one with a single sample)")
+    if make_loader is None:
+        return verdict
+    shares = _drawn_shares(make_loader, weights, labels)
+    return (f"{verdict}; your loader drew class shares {shares} for class sizes "
+            f"{[n for _, n in sorted(collections.Counter(labels).items())]}")
