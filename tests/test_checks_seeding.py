@@ -1,23 +1,40 @@
-"""Lab 07 checker: each wrong worker_init_fn rejected for its own reason, right ones accepted."""
+"""Lab 07 checker: each wrong worker_init_fn rejected for its own reason, right ones accepted,
+on the lab's dataset (notebook 07's HeldRng, from notebooks/lesson07.py)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import get_worker_info
+from torch.utils.data import Subset, get_worker_info
 
-from loaderlab.checks.seeding import AugmentDataset, check_worker_init_fn, seeding_run
+from loaderlab.checks.seeding import check_worker_init_fn, seeding_run
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def verdict(capsys, candidate) -> tuple[bool, str]:
-    ok = check_worker_init_fn(candidate)
+def lesson(name: str):
+    sys.path.insert(0, str(ROOT / "notebooks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "notebooks"))
+
+
+def lab_dataset():
+    return lesson("lesson07").HeldRng(16)
+
+
+def verdict(capsys, candidate, dataset=None) -> tuple[bool, str]:
+    ok = check_worker_init_fn(candidate, lab_dataset() if dataset is None else dataset)
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "Traceback" not in out, out
     return ok, out.strip()
@@ -111,24 +128,32 @@ def test_stub_is_pending_and_a_crash_is_one_line(capsys):
     assert not ok and out == "❌ your code raised AttributeError: 'WorkerInfo' object has no attribute 'datset'", out
 
 
+@pytest.mark.parametrize("dataset", ["HeldRng", Subset(list(range(16)), range(16)), [0.5] * 16],
+                         ids=["a-string", "subset-without-rng", "list"])
+def test_a_dataset_other_than_the_labs_is_one_sentence(capsys, dataset):
+    ok, out = verdict(capsys, from_worker_seed, dataset=dataset)
+    assert not ok and out.startswith("❌") and "lab's" in out, out
+
+
 # ------------------------------------------------------------------------- helpers
 
 
 def test_seeding_run_counts_the_duplicates_exactly():
-    broken = seeding_run(None)
+    broken = seeding_run(None, lab_dataset())
     assert broken.duplicates_within_epochs() == 16  # 8 per epoch: worker 1 replays worker 0
     assert broken.duplicates_across_epochs() == 16  # epoch 2 replays epoch 1 entirely
     assert broken.workers[0].count(0) == broken.workers[0].count(1) == 8
-    fixed = seeding_run(from_worker_seed, persistent_workers=True)
+    fixed = seeding_run(from_worker_seed, lab_dataset(), persistent_workers=True)
     assert fixed.duplicates_within_epochs() == fixed.duplicates_across_epochs() == 0
     assert fixed.rng_changed and not fixed.np_changed
-    assert seeding_run(from_worker_seed, seed=1).values != seeding_run(from_worker_seed, seed=2).values
+    assert (seeding_run(from_worker_seed, lab_dataset(), seed=1).values
+            != seeding_run(from_worker_seed, lab_dataset(), seed=2).values)
 
 
-def test_augment_dataset_draws_from_its_own_generator():
-    dataset = AugmentDataset(4, seed=5)
-    assert [dataset[i] for i in range(4)] == np.random.default_rng(5).random(4).tolist()
-    with pytest.raises(ValueError, match="n must be > 0"):
-        AugmentDataset(0)
+def test_the_values_are_the_lab_datasets_draws():
+    dataset = lab_dataset()
+    run = seeding_run(None, dataset, epochs=1)
+    first_two = np.random.default_rng(0).random(2).tolist()  # each worker's copy of default_rng(0)
+    assert run.values[0][:2] == first_two and run.values[0][2:4] == first_two  # batch 0: worker 0, batch 1: 1
     with pytest.raises(ValueError, match="epochs"):
-        seeding_run(None, epochs=0)
+        seeding_run(None, dataset, epochs=0)
