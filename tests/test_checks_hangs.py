@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import pickle
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from torch.utils.data import DataLoader, get_worker_info
 
-from loaderlab.checks.hangs import (
-    ClientDataset,
-    ResourceClient,
-    check_hang_fix,
-    epoch_with_lock_held,
-    original_loader,
-)
+from loaderlab.checks.hangs import ResourceClient, check_hang_fix, epoch_with_lock_held
+
+ROOT = Path(__file__).resolve().parent.parent
+# The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ stays on
+# the path so that spawned workers, which import it by name, find it too.
+sys.path.insert(0, str(ROOT / "solutions"))
+ClientDataset = importlib.import_module("lab08").ClientDataset
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 
-def verdict(capsys, candidate) -> tuple[bool, str]:
-    ok = check_hang_fix(candidate)
+def verdict(capsys, candidate, make_dataset=ClientDataset) -> tuple[bool, str]:
+    ok = check_hang_fix(candidate, make_dataset)
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "Traceback" not in out, out
     return ok, out.strip()
@@ -50,6 +53,10 @@ def _release_inherited(worker_id):
 
 def _stub_init(worker_id):
     raise NotImplementedError("your code here")
+
+
+def original_loader(dataset):
+    return DataLoader(dataset, batch_size=4, num_workers=2)
 
 
 def new_lock_per_worker(dataset):
@@ -137,6 +144,20 @@ def test_stubs_are_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, stub_in_worker) == (False, "⏳ not attempted yet")
     ok, out = verdict(capsys, crashes)
     assert not ok and out.startswith("❌ your code raised ValueError: prefetch_factor"), out
+
+
+@pytest.mark.parametrize(
+    ("make_dataset", "phrase"),
+    [
+        (ClientDataset(), "pass the dataset's class as the second argument"),
+        (lambda: list(range(16)), "must build the lab's ClientDataset"),
+        (lambda: ClientDataset(n=8), "has 16 items, this one has 8"),
+        (lambda: 1 / 0, "ClientDataset() failed: ZeroDivisionError"),
+    ],
+)
+def test_a_wrong_dataset_is_answered_with_one_sentence(capsys, make_dataset, phrase):
+    ok, out = verdict(capsys, new_lock_per_worker, make_dataset)
+    assert not ok and out.startswith("❌") and phrase in out, out
 
 
 # ------------------------------------------------------------------------- helpers

@@ -6,6 +6,10 @@ thread (a heartbeat, a prefetcher) uses the same client, so the lock is sometime
 worker *forked* at such a moment gets a copy of the lock that is locked for ever, because the
 thread that would release it was not copied.
 
+The lab writes the dataset (``ClientDataset`` in ``lab08.py``, reading through a
+``ResourceClient`` from here: the client stands for a library's, and notes which process
+created its lock) and passes its class: ``check_hang_fix(make_loader, ClientDataset)``.
+
 The contract of ``make_loader(dataset) -> DataLoader``:
 
 - loading stays in worker processes: ``num_workers=2`` (``num_workers=0`` dodges the problem by
@@ -130,27 +134,6 @@ class ResourceClient:
         self.lock = threading.Lock()
 
 
-class ClientDataset(Dataset):
-    """Returns ``LongTensor([index, guarded, own])`` read through ``self.client`` (see
-    ``ResourceClient.read``): item ``i`` is ``[i, 1, 1]`` when the read was done right."""
-
-    def __init__(self, n: int = N_ITEMS, give_up_s: float = GIVE_UP_S) -> None:
-        require_positive(n, "n")
-        self.n = n
-        self.client = ResourceClient(give_up_s)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        return torch.tensor(self.client.read(index))
-
-
-def original_loader(dataset: Dataset) -> DataLoader:
-    """Return the loader of the lab's story, the one that hangs: 2 forked workers, nothing else."""
-    return DataLoader(dataset, batch_size=4, num_workers=WORKERS)
-
-
 @dataclass
 class EpochUnderLock:
     """What ``epoch_with_lock_held`` saw: the items (rows ``[index, guarded, own]``) or the error."""
@@ -203,7 +186,7 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
     require_loader(loader)
     client = getattr(loader.dataset, "client", None)
     if not isinstance(client, ResourceClient):
-        raise TypeError("loader.dataset must have a ResourceClient in .client (a ClientDataset)")
+        raise TypeError("loader.dataset must have a ResourceClient in .client (the lab's ClientDataset)")
     bounded = _bounded(loader)
     method = _method_name(bounded.multiprocessing_context)
     rows: list[list[int]] = []
@@ -230,12 +213,30 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
     return EpochUnderLock(rows, error, time.perf_counter() - start, method)
 
 
+def _lab_dataset(make_dataset: Any) -> Dataset:
+    """Return ``make_dataset()``, a dataset of N_ITEMS items that reads through a ResourceClient
+    in ``.client``, or raise Wrong with one sentence."""
+    if not callable(make_dataset) or isinstance(make_dataset, Dataset):
+        raise Wrong(f"pass the dataset's class as the second argument, check_hang_fix(make_loader, "
+                    f"ClientDataset), got {type(make_dataset).__name__}")
+    try:
+        dataset = make_dataset()
+    except Exception as exc:
+        raise Wrong(f"ClientDataset() failed: {one_line(exc)}") from None
+    if not isinstance(dataset, Dataset) or not isinstance(getattr(dataset, "client", None), ResourceClient):
+        raise Wrong("the second argument must build the lab's ClientDataset (a Dataset that reads "
+                    "through a ResourceClient in .client)")
+    if len(dataset) != N_ITEMS:
+        raise Wrong(f"the lab's ClientDataset has {N_ITEMS} items, this one has {len(dataset)}")
+    return dataset
+
+
 @checker
-def check_hang_fix(candidate: Callable[[Dataset], DataLoader]) -> str:
-    """Return a confirmation if ``candidate(dataset)`` builds a 2-worker loader that finishes an
-    epoch while the client's lock is held in the main process, every read under a lock that
-    the reading process created."""
-    dataset = ClientDataset()
+def check_hang_fix(candidate: Callable[[Dataset], DataLoader], make_dataset: Callable[[], Dataset]) -> str:
+    """Return a confirmation if ``candidate(make_dataset())`` builds a 2-worker loader that
+    finishes an epoch while the client's lock is held in the main process, every read under a
+    lock that the reading process created. ``make_dataset`` is the lab's ``ClientDataset``."""
+    dataset = _lab_dataset(make_dataset)
     loader = candidate(dataset)
     if not isinstance(loader, DataLoader):
         raise Wrong(f"make_loader must return a DataLoader, got {type(loader).__name__}")
