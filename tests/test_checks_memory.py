@@ -10,13 +10,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks import memory
-from loaderlab.checks.memory import (
-    CaptionDataset,
-    caption_rows,
-    check_cow_fix,
-    list_bytes,
-    worker_growth,
-)
+from loaderlab.checks.memory import caption_rows, check_cow_fix, list_bytes, worker_growth
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
@@ -29,6 +23,21 @@ def verdict(capsys, candidate, **kwargs) -> tuple[bool, str]:
 
 
 # ------------------------------------------------------------------ student answers
+
+
+class CaptionDataset(Dataset):
+    """The lab's broken layout (solutions/06_cow_fix.ipynb): keeps the list of str."""
+
+    def __init__(self, rows):
+        if not isinstance(rows, list) or not rows:
+            raise TypeError("rows must be a non-empty list of str")
+        self.rows = rows
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
 
 
 class Packed(Dataset):

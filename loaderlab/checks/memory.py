@@ -1,18 +1,18 @@
 """Lab 06 checker: a Dataset that keeps its table shared by forked workers (copy-on-write).
 
 ``check_cow_fix(FixedDataset)`` builds ``FixedDataset(rows)`` from a Python list of str,
-checks that it returns exactly the same row as ``CaptionDataset(rows)`` for every index, then
-runs one shuffled epoch with 2 forked workers (wherever fork exists: Linux and macOS, whatever
-the default start method; not Windows) and measures how much each worker's
-private memory (USS) grows: a table of per-row Python objects is copied page by page into
-every worker that reads it, one shared buffer is not.
+checks that it returns exactly ``rows[i]`` for every index (what the lab's ``CaptionDataset``,
+which keeps the list, returns), then runs one shuffled epoch with 2 forked workers (wherever
+fork exists: Linux and macOS, whatever the default start method; not Windows) under
+``WorkerMemorySampler``, each worker held at the sampler's gate until it was read once, and
+measures how much each worker's private memory (USS) grows: a table of per-row Python objects
+is copied page by page into every worker that reads it, one shared buffer is not.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +23,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork
-from loaderlab.loaders import require_positive, stop_workers
-from loaderlab.measure import WorkerMemorySampler, live_workers
+from loaderlab.loaders import require_positive
+from loaderlab.measure import WorkerMemorySampler
 
 MB = 1024 * 1024
 N_ROWS = 300_000  # ~40 MB of str objects: a broken layout grows each worker by about that much
@@ -70,36 +70,6 @@ def list_bytes(rows: list[str]) -> int:
     return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)
 
 
-class CaptionDataset(Dataset):
-    """The broken layout: keeps the Python list of str and returns ``rows[index]``.
-
-    Reading a row increments that str object's reference count, a write into the page that
-    holds it, so a forked worker gets a private copy of every page of rows it reads.
-    """
-
-    def __init__(self, rows: list[str]) -> None:
-        if not isinstance(rows, list) or not rows:
-            raise TypeError("rows must be a non-empty list of str")
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> str:
-        return self.rows[index]
-
-
-class _PauseAtStart:
-    """A ``worker_init_fn``: returns None after ``pause_s`` seconds, so the memory sampler reads
-    each worker before it fetches anything (its growth is measured from that reading)."""
-
-    def __init__(self, pause_s: float) -> None:
-        self.pause_s = pause_s
-
-    def __call__(self, worker_id: int) -> None:
-        time.sleep(self.pause_s)
-
-
 @dataclass
 class WorkerGrowth:
     """What ``worker_growth`` measured: items in epoch order and each worker's USS growth (MB)."""
@@ -112,11 +82,10 @@ class WorkerGrowth:
         return max(self.growth_mb)
 
 
-def worker_growth(
-    dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0, pause_s: float = 0.3
-) -> WorkerGrowth:
+def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0) -> WorkerGrowth:
     """Return the items of one shuffled epoch over ``dataset`` in forked workers, and each
-    worker's USS growth in MB (peak minus its first reading, taken before any fetch).
+    worker's USS growth in MB (peak minus its first reading, taken at the sampler's gate,
+    before any fetch).
 
     Workers are forked (``multiprocessing_context="fork"``) whatever this process's default:
     the dataset object may be defined in a notebook (``__main__``) and is inherited, not pickled.
@@ -125,27 +94,16 @@ def worker_growth(
     require_positive(batch_size, "batch_size")
     # A fixed shuffled order (a list is a valid sampler), so items can be put back by index.
     order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
+    mem = WorkerMemorySampler(interval_s=0.05, include_main=False)
     loader = DataLoader(
         dataset, batch_size=batch_size, sampler=order, num_workers=num_workers,
-        worker_init_fn=_PauseAtStart(pause_s), collate_fn=_as_list,
-        multiprocessing_context="fork", timeout=60,
+        worker_init_fn=mem.gate, collate_fn=_as_list, multiprocessing_context="fork", timeout=60,
     )
     items: list[Any] = []
-    earlier = {proc.pid for proc in live_workers()}  # e.g. persistent workers of another loader
-    iterator = None
-    try:
-        with WorkerMemorySampler(interval_s=0.05, include_main=False) as sampler:
-            iterator = iter(loader)
-            for _ in range(len(loader)):
-                items.extend(next(iterator))
-            sampler.sample()  # the last reading, while the workers are still alive
-        # Stop the workers only now, unobserved: while one exits, the pages it still shared
-        # with the other become the other's alone, a jump in USS that the epoch did not cause.
-    finally:
-        stop_workers(iterator)
-        del iterator
-    growth = sampler.worker_uss_growth_mb()
-    pids = [pid for pid in sampler.worker_pids() if pid not in earlier]
+    for batch in mem.watch(loader):  # reads only the workers this loader starts
+        items.extend(batch)
+    growth = mem.worker_uss_growth_mb()
+    pids = mem.worker_pids()
     if len(pids) != num_workers:
         raise RuntimeError(f"the memory sampler saw {len(pids)} workers, expected {num_workers}")
     by_index: list[Any] = [None] * len(items)
