@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from loaderlab.checks import streaming
+from loaderlab.checks import loops, streaming
 from loaderlab.checks.streaming import check_sharded_iterable
-from loaderlab.streaming import shard_range
 
 
 def _verdict(capsys, candidate) -> str:
@@ -40,7 +39,8 @@ class Blocks(Strided):
 
     def __iter__(self):
         worker, k = _reader()
-        for i in shard_range(self.n, self.world_size * k, self.rank * k + worker):
+        reader, readers = self.rank * k + worker, self.world_size * k
+        for i in range(reader * self.n // readers, (reader + 1) * self.n // readers):
             yield torch.tensor(i)
 
 
@@ -116,7 +116,7 @@ def a_list(n, rank=0, world_size=1):
 def test_correct_datasets_are_accepted(capsys, no_leaked_workers):
     for candidate in (Strided, Blocks):
         out = _verdict(capsys, candidate)
-        assert out.startswith("✅") and "8 setups, real forked workers" in out, out
+        assert out.startswith("✅") and "8 setups, real workers started by" in out, out
 
 
 @pytest.mark.parametrize(("candidate", "phrase"), [
@@ -138,11 +138,37 @@ def test_wrong_datasets_are_rejected_with_their_reason(capsys, no_leaked_workers
     assert "Hint: notebook 11" in out
 
 
-def test_without_fork_workers_are_simulated_in_process(capsys, monkeypatch, no_leaked_workers):
-    monkeypatch.setattr(streaming, "can_fork", lambda: False)  # Windows
-    assert "simulated in-process" in _verdict(capsys, Strided)
-    assert "ranks 0 and 1 both yield item 0" in _verdict(capsys, WorkerOnly)
-    assert "arrives 2 times from one rank" in _verdict(capsys, RankOnly)
+def in_notebook(cls):
+    """The class as if defined in a notebook cell (module __main__): spawned workers cannot import it."""
+    return type(cls.__name__, (cls,), {"__module__": "__main__"})
+
+
+def _spy_on_loaders(monkeypatch) -> list:
+    started = []
+
+    def loader(dataset, **kwargs):
+        started.append(kwargs.get("multiprocessing_context"))
+        return DataLoader(dataset, **kwargs)
+
+    monkeypatch.setattr(streaming, "DataLoader", loader)
+    return started
+
+
+def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(monkeypatch, no_leaked_workers):
+    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    started = _spy_on_loaders(monkeypatch)
+    items = streaming._read(Strided(29), 2, 116, "rank 0 of 1 with num_workers=2")
+    assert sorted(items) == list(range(29)) and started == ["spawn"]
+    streaming._read(in_notebook(Strided)(29), 2, 116, "rank 0 of 1 with num_workers=2")
+    assert started == ["spawn", "fork"]  # a class in __main__ is forked where fork exists
+
+
+def test_a_notebook_class_without_fork_is_read_by_simulated_workers(capsys, monkeypatch, no_leaked_workers):
+    monkeypatch.setattr(loops, "start_method", lambda: "spawn")  # Windows: spawn, and no fork
+    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    assert "simulated in-process" in _verdict(capsys, in_notebook(Strided))
+    assert "ranks 0 and 1 both yield item 0" in _verdict(capsys, in_notebook(WorkerOnly))
+    assert "arrives 2 times from one rank" in _verdict(capsys, in_notebook(RankOnly))
     assert get_worker_info() is None  # the simulation leaves no worker info behind
 
 

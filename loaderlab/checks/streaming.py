@@ -1,8 +1,11 @@
 """Checker for lab 11: an IterableDataset sharded by rank *and* DataLoader worker.
 
 Ranks are simulated in one process (``make_dataset(n, rank=r, world_size=w)`` for every ``r``,
-each read by its own real DataLoader); workers are real worker processes. Every item of
-``range(n)`` must arrive exactly once over all ranks and workers.
+each read by its own real DataLoader); workers are real worker processes, started like the
+session's (the student's class lives in ``lab11.py``, which spawned workers import; a class
+still defined in the notebook is forked, or read by workers simulated in this process where
+fork does not exist). Every item of ``range(n)`` must arrive exactly once over all ranks and
+workers.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data._utils import worker as _worker
 
+from loaderlab.checks.loops import worker_start_method
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.env import can_fork
 from loaderlab.loaders import stop_workers
 
 HINT_WORKERS = "Hint: notebook 11, section '2. Shard the stream per worker'."
@@ -27,7 +30,7 @@ HINT_RANKS = "Hint: notebook 11, section '5. Distributed: shard by rank *and* wo
 N = 29  # prime: divisible by no world size, no worker count and no product of them
 WORLD_SIZES = (1, 2)
 NUM_WORKERS = (0, 1, 2, 3)
-TIMEOUT_S = 10.0
+TIMEOUT_S = 30.0  # per batch; spawned workers import torch before their first item
 
 
 def _item(value: Any, where: str) -> int:
@@ -50,7 +53,8 @@ def _item(value: Any, where: str) -> int:
 @contextlib.contextmanager
 def _simulated_worker(dataset: IterableDataset, worker_id: int, num_workers: int) -> Iterator[None]:
     # What torch.utils.data._utils.worker._worker_loop sets in a real worker, so that
-    # get_worker_info() answers the same in this process (used only where fork does not exist: Windows).
+    # get_worker_info() answers the same in this process (used only for a class defined in the
+    # notebook where fork does not exist: Windows).
     _worker._worker_info = _worker.WorkerInfo(
         id=worker_id, num_workers=num_workers, seed=worker_id, dataset=dataset)
     try:
@@ -62,15 +66,16 @@ def _simulated_worker(dataset: IterableDataset, worker_id: int, num_workers: int
 def _read(dataset: IterableDataset, num_workers: int, limit: int, where: str) -> list[int]:
     """Return the items a DataLoader with ``num_workers`` delivers from ``dataset`` (at most
     ``limit``, so that a stream that never ends cannot hang the checker)."""
-    if num_workers and not can_fork():
+    method = worker_start_method(dataset) if num_workers else None
+    if num_workers and method is None:
         readers: list[Any] = []
         for w in range(num_workers):
             with _simulated_worker(dataset, w, num_workers):
                 readers.extend(_take(iter(dataset), limit - len(readers), where))
         return readers
-    # A dataset defined in a notebook cell lives in __main__, which spawned workers cannot
-    # import: fork the workers (it copies the dataset instead of pickling it).
-    context = {"multiprocessing_context": "fork", "timeout": TIMEOUT_S} if num_workers else {}
+    # Workers start like the session's; a class defined in a notebook cell lives in __main__,
+    # which spawned workers cannot import, so it is forked (a copy instead of a pickle).
+    context = {"multiprocessing_context": method, "timeout": TIMEOUT_S} if num_workers else {}
     with warnings.catch_warnings():
         # 3 workers on a 2-core machine warn; the warning depends on the machine, not the answer
         warnings.filterwarnings("ignore", message="This DataLoader will create")
@@ -170,9 +175,9 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
     exactly once over all ranks and workers; raise Wrong with the first problem found.
 
     Tried: n=29, world sizes 1 and 2 (ranks simulated in this process), num_workers 0-3 (real
-    forked workers wherever fork exists, Linux and macOS; simulated in-process on Windows), and
-    a second epoch. Items
-    may be ints or 0-d integer tensors.
+    workers started like the session's; a class defined in the notebook is forked, or read by
+    workers simulated in-process where fork does not exist), and a second epoch. Items may be
+    ints or 0-d integer tensors.
     """
     readings = _readings(make_dataset)
     _diagnose(readings)
@@ -183,6 +188,8 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
         raise Wrong(f"a second epoch over the same dataset delivered {len(again)} of {N} "
                     f"items: create the iterator inside __iter__, not in __init__. "
                     f"{HINT_WORKERS}")
-    how = "real forked workers" if can_fork() else "workers simulated in-process (no fork here)"
+    method = worker_start_method(dataset)
+    how = (f"real workers started by {method}" if method else
+           "workers simulated in-process: your class is defined in the notebook and this platform cannot fork")
     return (f"all {N} items arrive exactly once for world sizes {list(WORLD_SIZES)} × "
             f"num_workers {list(NUM_WORKERS)} ({len(readings)} setups, {how})")
