@@ -59,10 +59,13 @@ SECTIONS: dict[str, tuple[str, str]] = {
     ),
     "iterable.duplicates": ("11_iterable_datasets.ipynb", "## 2. Shard the stream per worker"),
     "iterable.partial_batches": ("11_iterable_datasets.ipynb", "## 4. Each worker ends with its own partial batch"),
-    "random.duplicate_across_workers": ("07_worker_seeds_and_reproducibility.ipynb", "## 4. Fixes with `worker_init_fn`"),
+    "random.duplicate_across_workers": (
+        "07_worker_seeds_and_reproducibility.ipynb",
+        "## 4. Fixes: reseed in `worker_init_fn`, or build the generator in the worker",
+    ),
     "random.repeats_across_epochs": (
         "07_worker_seeds_and_reproducibility.ipynb",
-        '## 6. "Reset the generator every epoch" repeats every epoch',
+        '## 7. "Reset the generator every epoch" repeats every epoch',
     ),
     "persistent.stale_state": ("08_hangs_crashes_and_lifecycle.ipynb", "## 4. Persistent workers and stale dataset state"),
     "distributed.no_set_epoch": (
