@@ -16,10 +16,10 @@ SNIPPETS = ROOT / "docs" / "snippets"
 PAGE = ROOT / "docs" / "cheatsheet.md"
 ORDER = [
     "first_loader", "loop_to_loader", "drop_last_and_debug_order", "loader_configs",
-    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "worker_seeding",
-    "reproducible_loader",
-    "cow_safe_storage", "sharded_iterable", "balanced_weights", "ddp_epochs",
-    "timeouts_and_debugging",
+    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "cow_safe_storage",
+    "packed_rows", "worker_seeding", "reproducible_loader", "timeouts_and_debugging",
+    "per_process_resources", "epoch_sampler", "balanced_weights", "undersampling", "ddp_epochs",
+    "sharded_iterable", "shuffle_buffer",
 ]
 HEADER = """# Cheat sheet: copy-paste snippets
 
