@@ -8,12 +8,11 @@ against it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import torch
-from torch.utils.data import DataLoader
 
-from loaderlab.loaders import require_loader, require_positive
+from loaderlab.loaders import require_positive
 
 
 def _labels(labels: torch.Tensor | Sequence[int], name: str = "labels") -> torch.Tensor:
@@ -38,12 +37,6 @@ def _weights(weights: torch.Tensor | Sequence[float], n: int) -> torch.Tensor:
     return tensor
 
 
-def class_counts(labels: torch.Tensor | Sequence[int]) -> dict[int, int]:
-    """Return ``{class id: number of samples}`` for the classes present in ``labels``."""
-    values, counts = torch.unique(_labels(labels), return_counts=True)
-    return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
-
-
 def class_balanced_weights(labels: torch.Tensor | Sequence[int]) -> torch.Tensor:
     """Return one weight per sample, ``1 / (number of samples of its class)``, as a DoubleTensor.
 
@@ -53,25 +46,6 @@ def class_balanced_weights(labels: torch.Tensor | Sequence[int]) -> torch.Tensor
     labels = _labels(labels)
     counts = torch.bincount(labels).double()
     return 1.0 / counts[labels]
-
-
-def per_sample_weights(
-    labels: torch.Tensor | Sequence[int], class_weights: Mapping[int, float]
-) -> torch.Tensor:
-    """Return one weight per sample, ``class_weights[label]``, as a DoubleTensor."""
-    labels = _labels(labels)
-    if not isinstance(class_weights, Mapping):
-        raise TypeError(f"class_weights must be a mapping class id -> weight, got {type(class_weights).__name__}")
-    missing = sorted(set(labels.tolist()) - set(class_weights))
-    if missing:
-        raise ValueError(f"class_weights has no weight for classes {missing}")
-    table = torch.zeros(int(labels.max()) + 1, dtype=torch.double)
-    for cls, weight in class_weights.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise ValueError(f"class_weights[{cls}] must be a number >= 0, got {weight!r}")
-        if 0 <= cls < len(table):
-            table[cls] = float(weight)
-    return table[labels]
 
 
 def expected_class_fractions(
@@ -106,41 +80,3 @@ def expected_distinct(
     return {int(c): float(per_class[c]) for c in torch.unique(labels)}
 
 
-def distinct_per_class(indices: torch.Tensor | Sequence[int], labels: torch.Tensor | Sequence[int]) -> dict[int, int]:
-    """Return ``{class id: number of distinct samples among indices}`` (0 for unvisited classes)."""
-    labels = _labels(labels)
-    indices = _labels(indices, "indices")
-    if int(indices.max()) >= len(labels):
-        raise ValueError(f"indices must be < len(labels) = {len(labels)}, got {int(indices.max())}")
-    unique = torch.unique(indices)
-    visited = torch.bincount(labels[unique], minlength=int(labels.max()) + 1)
-    return {int(c): int(visited[c]) for c in torch.unique(labels)}
-
-
-def batch_class_fractions(
-    drawn_labels: torch.Tensor | Sequence[int], batch_size: int, cls: int = 1
-) -> torch.Tensor:
-    """Return the fraction of class ``cls`` in each consecutive batch of ``drawn_labels``
-    (the labels in the order a loader yields them); a last, smaller batch is included."""
-    require_positive(batch_size, "batch_size")
-    drawn = _labels(drawn_labels, "drawn_labels")
-    is_cls = (drawn == cls).double()
-    return torch.stack([chunk.mean() for chunk in is_cls.split(batch_size)])
-
-
-def drawn_indices(loader: DataLoader, n_epochs: int = 1) -> torch.Tensor:
-    """Return the dataset indices a loader yields, one row per epoch: a LongTensor
-    ``[n_epochs, samples per epoch]``.
-
-    The loader's batches must carry the sample index first — ``(indices, ...)`` as from
-    ``TensorDataset(torch.arange(n), ...)``.
-    """
-    require_loader(loader)
-    require_positive(n_epochs, "n_epochs")
-    epochs = []
-    for _ in range(n_epochs):
-        batches = [batch[0] if isinstance(batch, (list, tuple)) else batch for batch in loader]
-        epochs.append(torch.cat([torch.as_tensor(b).reshape(-1) for b in batches]).long())
-    if len({len(e) for e in epochs}) != 1:
-        raise ValueError("epochs yielded different numbers of samples; cannot stack them")
-    return torch.stack(epochs)

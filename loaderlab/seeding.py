@@ -11,16 +11,13 @@ a generator of the same kind seeded from ``get_worker_info().seed``.
 from __future__ import annotations
 
 import inspect
-import json
 import random
-import subprocess
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import Dataset, get_worker_info
 
 from loaderlab.loaders import require_positive
 
@@ -155,15 +152,6 @@ def reseed_from_worker_info(worker_id: int) -> None:
     dataset.rng = make_generator(generator_kind(dataset.rng), info.seed)
 
 
-def reseed_from_initial_seed(worker_id: int) -> None:
-    """A ``worker_init_fn``: returns None after reseeding ``get_worker_info().dataset.rng``
-    from ``torch.initial_seed()``, which in a worker equals ``get_worker_info().seed``."""
-    info = get_worker_info()
-    if info is None:
-        raise RuntimeError("reseed_from_initial_seed must run inside a DataLoader worker")
-    info.dataset.rng = make_generator(generator_kind(info.dataset.rng), torch.initial_seed())
-
-
 def seed_globals_from_initial_seed(worker_id: int) -> None:
     """A ``worker_init_fn``: returns None after seeding the *global* ``random`` and NumPy
     generators from ``torch.initial_seed()`` — the classic fix, which today's torch already
@@ -185,95 +173,3 @@ class InheritedNumpyState:
         np.random.set_state(self.state)
 
 
-def epoch_draws(loader: DataLoader, epochs: int = 3) -> list[torch.Tensor]:
-    """Return one tensor per epoch: all samples of ``loader``'s batches, concatenated in order."""
-    require_positive(epochs, "epochs")
-    if not isinstance(loader, DataLoader):
-        raise TypeError(f"loader must be a DataLoader, got {type(loader).__name__}")
-    return [torch.cat([batch for batch in loader]) for _ in range(epochs)]
-
-
-def count_duplicates(values: Iterable[float]) -> int:
-    """Return how many values equal a value seen before them (0 = all distinct)."""
-    values = [float(v) for v in values]
-    return len(values) - len(set(values))
-
-
-def epoch_records(
-    seed: int | None = None,
-    epochs: int = 2,
-    num_workers: int = 2,
-    n: int = 12,
-    batch_size: int = 2,
-    persistent_workers: bool = False,
-    reset_every_epoch: bool = False,
-    kind: str = "numpy",
-) -> dict[str, list[list[float]]]:
-    """Return the sample order and the augmentation draws of each epoch of a shuffled loader.
-
-    The loader reads ``HeldGeneratorDraws(n, kind)`` reseeded by ``reseed_from_worker_info``;
-    ``seed`` None means no ``generator`` (the order then comes from torch's global generator),
-    otherwise ``generator=torch.Generator().manual_seed(seed)``. ``reset_every_epoch`` calls
-    ``manual_seed(seed)`` again before each epoch. Returns ``{"orders": [[index, ...], ...],
-    "draws": [[float, ...], ...]}`` (plain lists, so the result survives JSON).
-    """
-    require_positive(epochs, "epochs")
-    if reset_every_epoch and seed is None:
-        raise ValueError("reset_every_epoch needs a seed")
-    generator = torch.Generator().manual_seed(seed) if seed is not None else None
-    loader = DataLoader(
-        HeldGeneratorDraws(n, kind), batch_size=batch_size, shuffle=True, num_workers=num_workers,
-        generator=generator, worker_init_fn=reseed_from_worker_info if num_workers else None,
-        persistent_workers=persistent_workers,
-    )
-    orders, draws = [], []
-    for _ in range(epochs):
-        if reset_every_epoch:
-            generator.manual_seed(seed)
-        samples = torch.cat([batch for batch in loader])
-        orders.append([int(i) for i in samples[:, 0]])
-        draws.append([float(d) for d in samples[:, 2]])
-    del loader  # persistent workers exit with their loader
-    return {"orders": orders, "draws": draws}
-
-
-def records_in_fresh_processes(
-    *runs: dict[str, Any], processes: int = 2, timeout_s: float = 120.0
-) -> list[list[dict[str, list[list[float]]]]]:
-    """Return, for each of ``processes`` new Python processes started side by side (separate
-    runs of a training script), ``[epoch_records(**run) for run in runs]`` passed back as JSON.
-    """
-    if not runs:
-        raise ValueError("runs must hold at least one dict of epoch_records arguments")
-    require_positive(processes, "processes")
-    allowed = set(inspect.signature(epoch_records).parameters)
-    for run in runs:
-        if not isinstance(run, dict):
-            raise TypeError(f"each run must be a dict of epoch_records arguments, got {type(run).__name__}")
-        unknown = set(run) - allowed
-        if unknown:
-            raise TypeError(f"unknown epoch_records arguments: {sorted(unknown)}")
-    code = (
-        "import json, sys\n"
-        "from loaderlab.seeding import epoch_records\n"
-        "print(json.dumps([epoch_records(**run) for run in json.loads(sys.argv[1])]))\n"
-    )
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, json.dumps(list(runs))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for _ in range(processes)
-    ]
-    results = []
-    for child in children:
-        try:
-            out, err = child.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            raise
-        if child.returncode != 0:
-            raise RuntimeError(f"a fresh process failed: {err.strip().splitlines()[-1:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results

@@ -147,73 +147,6 @@ class RankWorkerShardedStream(RangeStream):
         )
 
 
-class TagWorker(IterableDataset):
-    """Wraps an iterable dataset; yields ``(item, worker_id)`` pairs (``-1`` in the main
-    process), so a loader's output shows which worker produced what."""
-
-    def __init__(self, source: IterableDataset) -> None:
-        if not isinstance(source, IterableDataset):
-            raise TypeError(f"source must be an IterableDataset, got {type(source).__name__}")
-        self.source = source
-
-    def __iter__(self) -> Iterator[tuple[Any, int]]:
-        info = get_worker_info()
-        worker_id = -1 if info is None else info.id
-        for item in self.source:
-            yield item, worker_id
-
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
-
-    def __repr__(self) -> str:
-        return f"TagWorker({self.source!r})"
-
-
-class ShuffleBuffer(IterableDataset):
-    """Wraps a stream; yields its items in an order shuffled within a buffer of ``buffer_size``.
-
-    The buffer is filled first; then each incoming item replaces a randomly chosen buffered
-    item, which is yielded; at the end the buffer is emptied in random order. ``buffer_size=1``
-    keeps the stream order. The order depends on ``seed``, the epoch (``set_epoch``) and the
-    worker id, so workers and epochs differ but a rerun repeats.
-    """
-
-    def __init__(self, source: Iterable[Any], buffer_size: int, seed: int = 0) -> None:
-        if not isinstance(source, Iterable):
-            raise TypeError(f"source must be iterable, got {type(source).__name__}")
-        self.source = source
-        self.buffer_size = require_positive(buffer_size, "buffer_size")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-        self.seed, self.epoch = seed, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use the shuffle order of ``epoch`` from the next ``iter()`` on."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"epoch must be an int >= 0, got {epoch!r}")
-        self.epoch = epoch
-
-    def __iter__(self) -> Iterator[Any]:
-        worker_id, _ = worker_shard()
-        rng = np.random.default_rng([self.seed, self.epoch, worker_id])
-        buffer: list[Any] = []
-        for item in self.source:
-            if len(buffer) < self.buffer_size:
-                buffer.append(item)
-                continue
-            slot = int(rng.integers(self.buffer_size))
-            yield buffer[slot]
-            buffer[slot] = item
-        rng.shuffle(buffer)
-        yield from buffer
-
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
-
-    def __repr__(self) -> str:
-        return f"ShuffleBuffer({self.source!r}, buffer_size={self.buffer_size})"
-
-
 @dataclass(frozen=True)
 class Coverage:
     """How a list of delivered items covers ``range(n)``."""
@@ -261,13 +194,3 @@ def coverage(items: Iterable[int], n: int) -> Coverage:
     )
 
 
-def displacements(order: Iterable[int]) -> np.ndarray:
-    """Return, for each item ``i`` of a permutation of ``range(n)``, how many positions later
-    (positive) or earlier (negative) it came out than its stream position ``i``."""
-    order = np.asarray(list(order), dtype=np.int64)
-    n = len(order)
-    if n == 0 or not np.array_equal(np.sort(order), np.arange(n)):
-        raise ValueError("order must be a non-empty permutation of range(n)")
-    out_position = np.empty(n, dtype=np.int64)
-    out_position[order] = np.arange(n)
-    return out_position - np.arange(n)

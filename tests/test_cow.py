@@ -12,20 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from loaderlab import cow
 from loaderlab.cow import (
-    EpochMemory,
-    NoForkHere,
-    NormalizingRowLengths,
     PackedRowLengths,
     RowLengths,
     UnpickleCost,
-    WorkerStart,
-    epoch_memory,
     list_size_mb,
     pack_rows,
-    plot_growth,
-    plot_total_pss,
     tracked_pages,
 )
 from loaderlab.data import make_metadata, metadata_array
@@ -72,32 +64,6 @@ def test_row_lengths_batched_fetch_matches_single_fetch():
         assert dataset.__getitems__(indices) == [int(dataset[i]) for i in indices] == [20, 20, 20]
 
 
-def test_normalizing_dataset_writes_rows_in_place():
-    table = np.array([b"abc", b"xyz"])
-    dataset = NormalizingRowLengths(table)
-    assert dataset.__getitems__([1]) == [3]
-    assert table.tolist() == [b"abc", b"XYZ"]  # only the row read was written
-    assert int(dataset[0]) == 3 and table[0] == b"ABC"
-    with pytest.raises(TypeError, match="table"):
-        NormalizingRowLengths(["abc"])
-
-
-def test_worker_start_validates_and_runs():
-    with pytest.raises(ValueError, match="pause_s"):
-        WorkerStart(pause_s=-1)
-    with pytest.raises(TypeError, match="collect"):
-        WorkerStart(collect="yes")
-    with pytest.raises(TypeError, match="gate"):
-        WorkerStart(gate=3)
-    with pytest.raises(ValueError, match="collect_mb"):
-        WorkerStart(collect_mb=[0.0])  # a figure of a collection that does not run
-    assert WorkerStart(collect=True)(0) is None
-    assert "collect=True" in repr(pickle.loads(pickle.dumps(WorkerStart(collect=True))))
-    added = [None, None]
-    WorkerStart(collect=True, collect_mb=added)(1)
-    assert added[0] is None and isinstance(added[1], float)  # written at the worker's id
-
-
 def test_tracked_pages_counts_what_a_collection_would_write():
     objects, mb = tracked_pages()
     assert objects > 10_000  # torch and the test modules are loaded
@@ -108,21 +74,6 @@ def test_tracked_pages_counts_what_a_collection_would_write():
     finally:
         gc.unfreeze()
     assert frozen_objects < objects / 10 and frozen_mb < mb / 10  # frozen objects are out of reach
-
-
-def test_worker_start_waits_for_its_gate():
-    import threading
-    import time
-
-    gate = threading.Event()
-    done = []
-    thread = threading.Thread(target=lambda: done.append(WorkerStart(gate)(0)))
-    thread.start()
-    time.sleep(0.2)
-    assert not done  # still waiting
-    gate.set()
-    thread.join(5)
-    assert done == [None]
 
 
 def test_unpickle_cost_measures_each_part():
@@ -146,57 +97,6 @@ def test_unpickle_cost_measures_each_part():
         UnpickleCost({})
     with pytest.raises(ValueError, match="num_items"):
         UnpickleCost({"a": 1}, num_items=0)
-
-
-@pytest.mark.skipif(not can_fork(), reason="copy-on-write sharing needs fork")
-def test_epoch_memory_sees_list_copies_and_shared_arrays(no_leaked_workers):
-    rows = make_metadata(n_rows=200_000, row_chars=200)
-    size = list_size_mb(rows)
-    as_list = epoch_memory(RowLengths(rows), 2, context="fork")
-    as_array = epoch_memory(RowLengths(metadata_array(rows)), 2, context="fork")
-    assert isinstance(as_list, EpochMemory) and as_list.num_workers == 2
-    assert len(as_list.worker_growth_mb) == 2 and as_list.start_method == "fork"
-    assert as_list.collect_mb is None and as_list.tracked_pages_mb is None  # no collection asked for
-    assert as_list.min_growth_mb >= 0.5 * size
-    assert max(as_array.worker_growth_mb) < 0.25 * size
-    assert {r.role for r in as_list.worker_records()} == {"worker"}
-    times, totals = as_list.total_pss_series()
-    assert len(times) == len(totals) >= 2 and max(totals) == pytest.approx(as_list.peak_total_pss_mb)
-    ax = plot_growth([as_list, as_array], size, title="t")
-    assert ax.get_xlabel().endswith("(MB)") and len(ax.patches) == 2
-    ax = plot_total_pss([as_list, as_array], title="t")
-    assert "(MB)" in ax.get_ylabel() and len(ax.lines) == 2
-
-
-@pytest.mark.skipif(not can_fork(), reason="copy-on-write sharing needs fork")
-def test_a_full_collection_in_a_worker_copies_the_pages_of_tracked_objects_unless_frozen(no_leaked_workers):
-    dataset = RowLengths(metadata_array(make_metadata(n_rows=2_000, row_chars=20)))
-    collected = epoch_memory(dataset, 2, batch_size=500, context="fork", collect=True)
-    gc.freeze()
-    try:
-        frozen = epoch_memory(dataset, 2, batch_size=500, context="fork", collect=True)
-    finally:
-        gc.unfreeze()
-    assert len(collected.collect_mb) == 2 and collected.tracked_pages_mb > 10
-    # measured ~95 % of the predicted pages, idle or with a busy core; ~0.5 % once frozen
-    assert all(0.75 <= mb / collected.tracked_pages_mb <= 1.25 for mb in collected.collect_mb)
-    assert max(frozen.collect_mb) < 0.05 * min(collected.collect_mb)
-
-
-def test_epoch_memory_says_in_one_line_where_fork_does_not_exist(monkeypatch):
-    monkeypatch.setattr(cow, "can_fork", lambda: False)  # Windows
-    with pytest.raises(NoForkHere, match="no fork") as caught:
-        epoch_memory(RowLengths(["abc"]), 1, context="fork")
-    assert len(caught.value._render_traceback_()) == 1
-
-
-def test_epoch_memory_validates():
-    with pytest.raises(ValueError, match="num_workers"):
-        epoch_memory(RowLengths(["abc"]), 0)
-    with pytest.raises(ValueError, match="context"):
-        epoch_memory(RowLengths(["abc"]), 1, context="teleport")
-    with pytest.raises(ValueError, match="results"):
-        plot_growth([], 1.0, title="t")
 
 
 # ------------------------------------------- WorkerMemorySampler.gate and .watch (loaderlab.measure)

@@ -15,18 +15,24 @@ from loaderlab.seeding import (
     GlobalDraws,
     HeldGeneratorDraws,
     InheritedNumpyState,
-    count_duplicates,
     draw,
-    epoch_draws,
-    epoch_records,
     generator_kind,
     make_generator,
-    records_in_fresh_processes,
-    reseed_from_initial_seed,
     reseed_from_worker_info,
     seed_globals_from_initial_seed,
     source_lines,
 )
+
+
+def epoch_draws(loader: DataLoader, epochs: int = 3) -> list[torch.Tensor]:
+    """One tensor per epoch: all samples of the loader's batches, in order."""
+    return [torch.cat(list(loader)) for _ in range(epochs)]
+
+
+def count_duplicates(values) -> int:
+    """How many values equal a value seen before them (0 = all distinct)."""
+    values = [float(v) for v in values]
+    return len(values) - len(set(values))
 
 
 def test_source_lines_quotes_the_worker_seeding():
@@ -56,12 +62,6 @@ def test_generator_helpers_validate():
         generator_kind(np.random.RandomState(0))
 
 
-def test_count_duplicates():
-    assert count_duplicates([0.5, 0.25, 0.5, 0.5]) == 2
-    assert count_duplicates(torch.tensor([1.0, 2.0])) == 0
-    assert count_duplicates([]) == 0
-
-
 def test_global_draws_do_not_repeat_across_workers_and_epochs(no_leaked_workers):
     loader = DataLoader(GlobalDraws(8), batch_size=2, num_workers=2)
     draws = torch.cat(epoch_draws(loader, epochs=2))
@@ -85,14 +85,11 @@ def test_held_generators_repeat_and_the_reseeding_fixes_remove_it(kind, no_leake
     assert duplicates(None) == 12
     assert duplicates(seed_globals_from_initial_seed) == 12
     assert duplicates(reseed_from_worker_info) == 0
-    assert duplicates(reseed_from_initial_seed) == 0
 
 
 def test_reseed_functions_refuse_the_main_process():
     with pytest.raises(RuntimeError, match="worker"):
         reseed_from_worker_info(0)
-    with pytest.raises(RuntimeError, match="worker"):
-        reseed_from_initial_seed(0)
 
 
 def test_seed_globals_from_initial_seed_seeds_random_and_numpy():
@@ -101,30 +98,6 @@ def test_seed_globals_from_initial_seed_seeds_random_and_numpy():
     a = (random.random(), np.random.random())
     seed_globals_from_initial_seed(0)
     assert (random.random(), np.random.random()) == a
-
-
-def test_epoch_records_orders_resets_and_persistence(no_leaked_workers):
-    once = epoch_records(seed=3, epochs=3)
-    assert all(sorted(order) == list(range(12)) for order in once["orders"])
-    assert len({tuple(o) for o in once["orders"]}) == 3
-    assert once == epoch_records(seed=3, epochs=3)
-    reset = epoch_records(seed=3, epochs=3, reset_every_epoch=True)
-    assert reset["orders"] == [once["orders"][0]] * 3 and reset["draws"] == [reset["draws"][0]] * 3
-    persistent = epoch_records(seed=3, epochs=2, persistent_workers=True)
-    assert persistent["orders"][0] == once["orders"][0] and persistent["orders"][1] != once["orders"][1]
-    assert count_duplicates(sum(once["draws"], [])) == 0
-    with pytest.raises(ValueError, match="seed"):
-        epoch_records(seed=None, reset_every_epoch=True)
-
-
-def test_records_in_fresh_processes_match_with_a_generator():
-    first, second = records_in_fresh_processes({"seed": 9, "epochs": 1}, {"seed": None, "epochs": 1})
-    assert first[0] == second[0] == epoch_records(seed=9, epochs=1)
-    assert first[1]["orders"] != second[1]["orders"]
-    with pytest.raises(TypeError, match="unknown"):
-        records_in_fresh_processes({"sed": 1})
-    with pytest.raises(ValueError, match="runs"):
-        records_in_fresh_processes()
 
 
 @pytest.mark.parametrize("kind", GENERATOR_KINDS)

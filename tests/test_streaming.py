@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from torch.utils.data import DataLoader
 
 from loaderlab.streaming import (
     RangeStream,
     RankWorkerShardedStream,
-    ShuffleBuffer,
-    TagWorker,
     WorkerShardedStream,
     coverage,
-    displacements,
     distributed_shard,
     flatten_items,
     shard_range,
@@ -61,15 +57,6 @@ def test_unsharded_stream_repeats_every_item_per_worker(no_leaked_workers):
     assert cov.delivered == 20 and cov.distinct == 10 and cov.duplicates == 10
 
 
-def test_tag_worker_shows_each_worker_yields_the_whole_stream(no_leaked_workers):
-    loader = DataLoader(TagWorker(RangeStream(6)), batch_size=None, num_workers=2)
-    by_worker: dict[int, list[int]] = {}
-    for item, worker in loader:
-        by_worker.setdefault(int(worker), []).append(int(item))
-    assert by_worker == {0: list(range(6)), 1: list(range(6))}
-    assert [w for _, w in TagWorker(RangeStream(2))] == [-1, -1]
-
-
 @pytest.mark.parametrize("n", [7, 10])
 def test_worker_sharded_stream_exactly_once(n, no_leaked_workers):
     loader = DataLoader(WorkerShardedStream(n), batch_size=3, num_workers=2)
@@ -110,33 +97,3 @@ def test_drop_last_drops_a_partial_batch_per_worker(no_leaked_workers):
     assert coverage(flatten_items(batches), 24).missing == 8
 
 
-def test_shuffle_buffer_size_one_keeps_order_and_bigger_buffers_permute():
-    assert list(ShuffleBuffer(range(50), buffer_size=1)) == list(range(50))
-    order = list(ShuffleBuffer(range(200), buffer_size=16, seed=3))
-    assert sorted(order) == list(range(200)) and order != list(range(200))
-
-
-@pytest.mark.parametrize("size", [2, 16, 64])
-def test_shuffle_buffer_moves_items_earlier_by_less_than_the_buffer(size):
-    moved = displacements(ShuffleBuffer(range(500), buffer_size=size, seed=1))
-    assert moved.min() >= -(size - 1)
-    assert moved.max() > size  # but later by more: the tail is long
-
-
-def test_shuffle_buffer_epochs_differ_and_seed_repeats():
-    buffer = ShuffleBuffer(range(100), buffer_size=8, seed=0)
-    first = list(buffer)
-    assert list(buffer) == first
-    buffer.set_epoch(1)
-    assert list(buffer) != first
-    with pytest.raises(ValueError, match="buffer_size"):
-        ShuffleBuffer(range(3), buffer_size=0)
-    with pytest.raises(ValueError, match="epoch"):
-        buffer.set_epoch(-1)
-
-
-def test_displacements():
-    assert displacements([1, 2, 0]).tolist() == [2, -1, -1]
-    with pytest.raises(ValueError, match="permutation"):
-        displacements([0, 0, 1])
-    assert np.all(displacements(range(4)) == 0)
