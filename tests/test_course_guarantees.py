@@ -59,7 +59,7 @@ def _executor():
 # method re-tests nothing there, so the per-commit forkserver pass leaves them out. The
 # spawn pass (`make test-spawn`) runs every notebook and solution.
 FORKING_CHECKERS = {"05_pad_collate_and_buckets", "06_cow_fix",
-                    "07_worker_seeding", "08_hang_fix", "11_sharded_iterable"}
+                    "07_worker_seeding", "08_hang_fix"}
 SECOND_PASS = [p for p in NOTEBOOKS if not (p.parent.name == "solutions" and p.stem in FORKING_CHECKERS)]
 
 
