@@ -1,8 +1,10 @@
-"""Worker failures reproduced safely: inherited locks, crashes, stack dumps, stale state, exit.
+"""Worker failures reproduced safely: crashes, stack dumps, stale state, bounded children.
 
-Everything a worker runs lives here (not in a notebook cell) so that ``spawn`` workers can
-unpickle it. Every deliberate hang is bounded: a lock wait gives up after ``give_up_s``, a child
-that does not exit in time is killed, and ``run_bounded`` stops a demo child at its bound.
+The lesson code of notebook 08 (its lock, record-file, crashing and epoch datasets, the
+sampler that sends the epoch, the script that quits mid-epoch) is written by the notebook's
+own cells (notebooks/lesson08*.py). What stays here are instruments (``consume``,
+``run_bounded``, stack dumps) and the two datasets the doctor and its tests use. A child that
+overruns its bound is stopped by ``run_bounded``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,96 +29,9 @@ from typing import Any
 
 import psutil
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler, get_worker_info
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from loaderlab.loaders import require_loader, require_positive, require_seconds, stop_workers
-
-# --------------------------------------------------------------------- an inherited lock
-
-# Stands for the lock inside any client object a process shares between threads: a
-# connection pool, an HTTP session, a cache. It is created once, when the module is imported.
-_RESOURCE_LOCK = threading.Lock()
-
-
-class LockHolder:
-    """A background thread that holds the shared resource lock (see ``hold_resource_lock``)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = require_seconds(seconds, "seconds", positive=True)
-        self._acquired, self._stop = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._hold, name="loaderlab-lock-holder", daemon=True)
-
-    def _hold(self) -> None:
-        with _RESOURCE_LOCK:
-            self._acquired.set()
-            self._stop.wait(self.seconds)
-
-    def start(self) -> LockHolder:
-        """Start the thread; return once it holds the lock."""
-        self._thread.start()
-        if not self._acquired.wait(timeout=10.0):
-            raise RuntimeError("the lock holder thread did not get the lock within 10 s")
-        return self
-
-    def release(self) -> None:
-        """Make the thread release the lock now; return once it has."""
-        self._stop.set()
-        self._thread.join()
-
-
-def hold_resource_lock(seconds: float) -> LockHolder:
-    """Return a started LockHolder: a thread holding the shared resource lock for ``seconds``
-    (or until ``.release()``). When this returns the lock is held, so a worker forked now
-    inherits it locked."""
-    return LockHolder(seconds).start()
-
-
-def resource_lock_held() -> bool:
-    """Return True if the shared resource lock is held in this process right now."""
-    return _RESOURCE_LOCK.locked()
-
-
-class SharedResourceDataset(Dataset):
-    """Returns ``index`` as a tensor after taking the lock that guards a shared resource.
-
-    ``per_process=False`` uses the module's lock, created once at import: a forked worker gets
-    a copy, locked if some thread held it at fork time, that no thread will ever release.
-    ``per_process=True`` creates the lock lazily in whichever process first uses it (the fix).
-    A real client waits forever; this one raises TimeoutError after ``give_up_s`` seconds so
-    that a demonstration cannot hang.
-    """
-
-    def __init__(self, n: int = 16, per_process: bool = False, give_up_s: float = 3.0) -> None:
-        require_positive(n, "n")
-        self.n, self.per_process = n, bool(per_process)
-        self.give_up_s = require_seconds(give_up_s, "give_up_s", positive=True)
-        self._lock: threading.Lock | None = None
-        self._owner_pid: int | None = None
-
-    def _resource_lock(self) -> threading.Lock:
-        if not self.per_process:
-            return _RESOURCE_LOCK
-        if self._owner_pid != os.getpid():  # first use in this process: make our own
-            self._lock, self._owner_pid = threading.Lock(), os.getpid()
-        assert self._lock is not None
-        return self._lock
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        lock = self._resource_lock()
-        if not lock.acquire(timeout=self.give_up_s):  # a worker stuck here is the demo
-            raise TimeoutError(f"resource lock not acquired within {self.give_up_s:g} s")
-        try:
-            return torch.tensor(index)
-        finally:
-            lock.release()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A lock cannot be pickled (spawn); the worker makes its own on first use.
-        return {**self.__dict__, "_lock": None, "_owner_pid": None}
-
 
 # -------------------------------------------------------------------------- crashes
 
@@ -411,7 +325,7 @@ class EpochDataset(Dataset):
 
     ``dataset.epoch = e`` in the main process stores a plain int (``shared=False``: each worker
     keeps the copy it started with) or writes a shared-memory tensor (``shared=True``: every
-    worker reads the current value). An index ``(i, e)`` from ``EpochSampler`` overrides both.
+    worker reads the current value). An index ``(i, e)`` (from a sampler that sends the epoch) overrides both.
     """
 
     def __init__(self, n: int = 16, shared: bool = False) -> None:
@@ -444,155 +358,6 @@ class EpochDataset(Dataset):
         else:
             epoch = self.epoch
         return torch.tensor([index, epoch, os.getpid()])
-
-
-class EpochSampler(Sampler):
-    """Yields ``(index, epoch)`` for ``range(n)`` in order; ``set_epoch(e)`` sets the epoch.
-
-    The sampler runs in the main process, so the epoch travels with every index to the worker.
-    """
-
-    def __init__(self, n: int) -> None:
-        require_positive(n, "n")
-        self.n, self.epoch = n, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
-            raise ValueError(f"epoch must be an int >= 0, got {epoch!r}")
-        self.epoch = epoch
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return ((i, self.epoch) for i in range(self.n))
-
-    def __len__(self) -> int:
-        return self.n
-
-
-def epochs_seen(loader: DataLoader, n_epochs: int, set_epoch: Callable[[int], Any]) -> list[dict[str, Any]]:
-    """Return, for each of ``n_epochs`` epochs, which epoch values the batches carried and which
-    worker pids made them: ``[{"epochs": [...], "pids": {...}}, ...]``.
-
-    ``set_epoch(e)`` is called in the main process before each epoch; batches must be
-    ``EpochDataset`` rows ``(index, epoch, pid)``.
-    """
-    require_loader(loader)
-    require_positive(n_epochs, "n_epochs")
-    if not callable(set_epoch):
-        raise TypeError(f"set_epoch must be callable, got {type(set_epoch).__name__}")
-    result = []
-    for epoch in range(n_epochs):
-        set_epoch(epoch)
-        rows = torch.cat([batch.reshape(-1, 3) for batch in loader])
-        result.append({"epochs": sorted(set(rows[:, 1].tolist())), "pids": set(rows[:, 2].tolist())})
-    return result
-
-
-# ------------------------------------------------------------------- interpreter exit
-
-_EXIT_SCRIPT = """
-import time
-from torch.utils.data import DataLoader
-import loaderlab
-from loaderlab.env import apply_start_method
-from loaderlab.datasets import LatencyDataset
-apply_start_method()
-dataset = LatencyDataset(n=64, latency_s=0.001)
-loader = DataLoader(dataset, batch_size=4, num_workers=2)
-it = iter(loader)
-next(it)  # one batch, then the iterator stays unexhausted in a global
-persistent = DataLoader(dataset, batch_size=4, num_workers=2, persistent_workers=True)
-for batch in persistent:
-    break  # persistent workers stay up, mid-epoch
-print(" ".join(str(p.pid) for p in loaderlab.live_workers()))
-print(time.time(), flush=True)
-"""
-
-
-@dataclass
-class ExitReport:
-    """What ``interpreter_exit`` measured for a child Python that quits mid-epoch."""
-
-    returncode: int | None  # None: it did not exit within the timeout and was killed
-    workers_at_exit: int  # workers alive when its last line ran
-    exit_s: float | None  # seconds from its last line to the end of the process
-    workers_left: int  # of those workers, how many outlived it
-
-    @property
-    def clean(self) -> bool:
-        """True if it exited by itself, with status 0, and no worker outlived it."""
-        return self.returncode == 0 and self.workers_left == 0
-
-
-class ExitProbe:
-    """A fresh Python, started at once, that takes one batch from a 2-worker loader (iterator
-    left unexhausted in a global), breaks out of a 2-worker persistent loader, and reaches the
-    end of its script. A background thread times its exit; ``report()`` returns the result.
-
-    The child uses ``LOADERLAB_START_METHOD`` like a notebook. It gets ``startup_s`` to reach
-    its last line, then ``timeout_s`` to exit; if it has not exited by then it is killed.
-    Workers that outlive it are counted, then killed. Its workers are not children of this
-    process, but the child itself is until it exits: call ``report()`` before counting workers.
-    """
-
-    def __init__(self, timeout_s: float = 15.0, startup_s: float = 120.0) -> None:
-        self.timeout_s = require_seconds(timeout_s, "timeout_s", positive=True)
-        self.startup_s = require_seconds(startup_s, "startup_s", positive=True)
-        self._result: ExitReport | None = None
-        self._child = subprocess.Popen(
-            [sys.executable, "-c", _EXIT_SCRIPT], stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
-        )
-        self._thread = threading.Thread(target=self._watch, name="loaderlab-exit-probe", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        child = self._child
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
-        reader.start()
-        deadline = time.monotonic() + self.startup_s  # until its last line has run
-        while len(lines) < 2 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        try:
-            child.wait(timeout=self.timeout_s)  # the exit itself
-            ended, returncode = time.time(), child.returncode
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            ended, returncode = time.time(), None
-        reader.join(timeout=5.0)
-        lines = [line.strip() for line in lines if line.strip()]
-        pids = [int(p) for p in lines[0].split()] if len(lines) >= 2 else []
-        exit_s = ended - float(lines[1]) if len(lines) >= 2 and returncode is not None else None
-        deadline = time.monotonic() + 2.0
-        left = pids
-        while left and time.monotonic() < deadline:
-            left = [p for p in left if _alive(p)]
-            time.sleep(0.05)
-        for pid in left:  # clean up what the experiment leaked, so nothing outlives the notebook
-            try:
-                psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
-        self._result = ExitReport(returncode, len(pids), exit_s, len(left))
-
-    def report(self) -> ExitReport:
-        """Return the ExitReport, waiting for the child to finish if it has not yet."""
-        self._thread.join()
-        assert self._result is not None
-        return self._result
-
-
-def interpreter_exit(timeout_s: float = 15.0, startup_s: float = 120.0) -> ExitReport:
-    """Return the ExitReport of an ``ExitProbe`` (start it and wait for the result)."""
-    return ExitProbe(timeout_s, startup_s).report()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 # ------------------------------------------------------------------- bounded children
