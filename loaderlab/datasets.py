@@ -1,4 +1,4 @@
-"""Dataset classes used by the notebooks not yet converted to "Show the code" (06-17), the
+"""Dataset classes used by the notebooks not yet converted to "Show the code" (12-17), the
 lab checkers and the doctor. Converted notebooks write their lesson's Datasets in visible
 ``%%writefile lessonNN.py`` cells instead (README, Contributing).
 
