@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
 from loaderlab.measure import (  # noqa: E402
+    OthersCpu,
     Throughput,
     Timeline,
     Tracer,
@@ -29,6 +30,7 @@ __all__ = [
     "progress",
     "throughput",
     "Throughput",
+    "OthersCpu",
     "trace_timeline",
     "Timeline",
     "Tracer",

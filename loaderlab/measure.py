@@ -58,6 +58,47 @@ def live_workers() -> list[psutil.Process]:
     return alive
 
 
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (all cores)."""
+    t = psutil.cpu_times()
+    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+
+
+def _own_seconds() -> float:
+    """CPU seconds used by this process, its reaped children and its live descendants."""
+    me = psutil.Process()
+    times = me.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):
+        try:
+            t = child.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
+class OthersCpu:
+    """How many cores the rest of the machine kept busy while a block ran.
+
+    ``with OthersCpu() as others: ...`` then ``others.cores``: the machine's busy CPU time
+    minus this process's and its descendants' (workers, a forkserver), per second of the
+    block. Start it while the workers you measure are alive (persistent workers): a process
+    of ours that starts and exits inside the block is counted as someone else's.
+    """
+
+    def __enter__(self) -> OthersCpu:
+        self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
+        self.cores = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        t0, busy0, own0 = self._start
+        elapsed = time.perf_counter() - t0
+        others = (_busy_seconds() - busy0) - (_own_seconds() - own0)
+        self.cores = max(0.0, others / elapsed) if elapsed > 0 else 0.0
+
+
 def wait_for_workers_to_exit(timeout_s: float = 5.0) -> int:
     """Wait up to ``timeout_s`` for worker processes to exit; return how many are still alive."""
     deadline = time.monotonic() + timeout_s

@@ -6,6 +6,7 @@ import os
 import time
 
 import numpy as np
+import psutil
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
@@ -245,3 +246,28 @@ def test_tracer_stops_workers_when_the_loop_breaks_early(no_leaked_workers):
             break
     assert tracer.throughput.batches == 3 and len(tracer.timeline.records) == 3
     assert loaderlab.wait_for_workers_to_exit(5) == 0
+
+
+def test_others_cpu_counts_a_busy_program_outside_this_process_tree_but_not_our_workers():
+    import subprocess
+    import sys
+
+    def machine_busy() -> float:
+        t = psutil.cpu_times()
+        return t.user + t.nice + t.system + t.irq + t.softirq
+
+    busy = [sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"]
+    ours = subprocess.Popen(busy)  # our child: its CPU is ours
+    time.sleep(0.3)
+    start, before = time.perf_counter(), machine_busy()
+    with loaderlab.OthersCpu() as own:
+        time.sleep(1.0)
+    machine = (machine_busy() - before) / (time.perf_counter() - start)  # other tests may run too
+    ours.wait()
+    assert own.cores < machine - 0.6  # the child's core is not someone else's
+    subprocess.run(["setsid", "-f", *busy], check=True)  # detached: another program's CPU
+    time.sleep(0.3)
+    with loaderlab.OthersCpu() as other:
+        time.sleep(1.0)
+    assert other.cores > 0.5
+    time.sleep(1.5)  # let the detached loop end
