@@ -142,15 +142,16 @@ def consume_all(loaders: list[DataLoader], max_batches: int | None = None) -> li
         require_loader(loader, f"loaders[{i}]")
     require_positive(max_batches, "max_batches", allow_none=True)
     start = time.perf_counter()
-    iterators: list[Any] = []
-    outcomes: list[Outcome | None] = []
-    for loader in loaders:  # start all workers
+    iterators: list[Any] = [None] * len(loaders)
+    outcomes: list[Outcome | None] = [None] * len(loaders)
+    # Start every loader's workers, the first loader's last: a worker of it that dies at once
+    # cannot interrupt the start of another loader (the SIGCHLD handler raises wherever this
+    # process is at the time; seen once as a healthy loader failing inside its own iter()).
+    for i in reversed(range(len(loaders))):
         try:
-            iterators.append(iter(loader))
-            outcomes.append(None)
+            iterators[i] = iter(loaders[i])
         except Exception as exc:  # e.g. a worker argument that cannot be pickled
-            iterators.append(None)
-            outcomes.append(_failed([], start, exc))
+            outcomes[i] = _failed([], start, exc)
     try:
         for i, (loader, iterator) in enumerate(zip(loaders, iterators, strict=True)):
             if iterator is None:

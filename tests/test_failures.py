@@ -134,7 +134,8 @@ def test_consume_all_reports_each_loader(no_leaked_workers):
     bad = DataLoader(CrashingDataset(n=16, fail_at=0, mode="kill"), batch_size=4, num_workers=1)
     ok = DataLoader(LatencyDataset(n=16, latency_s=0.001), batch_size=4, num_workers=1)
     dead, alive = failures.consume_all([bad, ok])
-    assert dead.batches == 0 and "exited unexpectedly" in dead.error
+    # torch reports the death from the SIGCHLD handler or from the result queue, whichever is first
+    assert dead.batches == 0 and ("exited unexpectedly" in dead.error or "killed by signal" in dead.error)
     assert alive.ok and alive.batches == 4
     with pytest.raises(TypeError, match="loaders"):
         failures.consume_all([])

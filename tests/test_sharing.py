@@ -99,5 +99,7 @@ def test_children_reproduce_emfile_and_a_full_private_shm():
         shm = shm_child.result()
         assert shm["shm_mb"] == 16
         big, small = shm["runs"]
-        assert "No space left on device" in big["error"]
+        # a full /dev/shm fails the worker's write, or its queue's feeder thread (which only
+        # prints the error; the batch never comes and the loader times out): seen once in CI
+        assert "No space left on device" in big["error"] or "timed out" in big["error"]
         assert small["error"] is None and small["batches"] == 48
