@@ -3,30 +3,21 @@ on the lab's dataset (notebook 07's HeldRng, from notebooks/lesson07.py)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from course_code import lesson
 from torch.utils.data import Subset, get_worker_info
 
 from loaderlab.checks.seeding import check_worker_init_fn, seeding_run
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def lab_dataset():

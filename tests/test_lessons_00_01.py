@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from course_code import lesson
 from PIL import Image
 from torch.utils.data import DataLoader
 
@@ -17,13 +17,6 @@ from loaderlab.data import make_image_folder
 from loaderlab.env import can_fork
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lesson(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "notebooks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_slow_dataset_waits_per_sample_and_returns_the_index():

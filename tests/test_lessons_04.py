@@ -5,23 +5,14 @@ what per-sample fetching and the default collate return."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from course_code import lesson
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 class Squares(Dataset):

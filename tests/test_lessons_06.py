@@ -5,7 +5,6 @@ part's copy where it is unpickled."""
 
 from __future__ import annotations
 
-import importlib
 import pickle
 import subprocess
 import sys
@@ -14,19 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from course_code import lesson
 
 from loaderlab.cow import list_size_mb
 from loaderlab.data import make_metadata, metadata_array
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def test_row_lengths_batched_fetch_matches_single_fetch_for_list_and_array():

@@ -5,24 +5,15 @@ and the notebook's snippet is that same class."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from course_code import lesson
 from torch.utils.data import ConcatDataset, DataLoader, Subset
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def repeats(dataset, worker_init_fn=None, epochs=2, **kwargs) -> int:

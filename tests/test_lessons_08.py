@@ -5,27 +5,18 @@ main process, and the epoch reaches the dataset through the sampler or shared me
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import pickle
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from course_code import lesson
 from torch.utils.data import DataLoader
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def test_locked_dataset_waits_on_the_module_lock_not_on_its_own():

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
+from course_code import snippet
 from torch.utils.data import TensorDataset
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _dataset(n: int = 20) -> TensorDataset:

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from course_code import snippet
 from torch.utils.data import Dataset, TensorDataset
 
 from loaderlab.loaders import same_batches
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_training_drops_the_tiny_batch_validation_sees_every_sample_once():

@@ -4,32 +4,15 @@ mode="RGB"; in_memory_loader hands out every row once, a whole batch per indexin
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import torch
+from course_code import lesson, snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.data import make_image_folder
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def test_my_images_batches_a_mixed_folder_like_the_lessons_image_files(tmp_path, no_leaked_workers):

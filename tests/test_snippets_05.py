@@ -5,31 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import sys
 from pathlib import Path
 
 import nbformat
+from course_code import lesson, snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.data import make_token_sequences
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_collate_and_padding.ipynb"
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def lesson(name: str):
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
 
 
 def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leaked_workers):

@@ -5,22 +5,15 @@ freezes the collector before the first epoch."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 from pathlib import Path
 
 import torch
+from course_code import snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.checks.memory import caption_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_captions_keep_the_table_in_two_tensors_and_return_every_row():

@@ -4,24 +4,17 @@ persistent workers."""
 
 from __future__ import annotations
 
-import importlib.util
 import multiprocessing
 import pickle
 from pathlib import Path
 
 import pytest
+from course_code import snippet
 from torch.utils.data import DataLoader
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")

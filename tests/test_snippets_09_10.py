@@ -5,7 +5,6 @@ it is the class notebook 10 shows in a cell."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 from pathlib import Path
 
@@ -13,18 +12,12 @@ import nbformat
 import pytest
 import torch
 import torch.distributed as dist
+from course_code import snippet
 from torch.utils.data import DistributedSampler, TensorDataset
 
 from loaderlab.distributed import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_undersampling_loader_draws_distinct_samples_favouring_the_heavy_class():

@@ -5,21 +5,14 @@ both classes are the code the lesson built (lesson11_c.py, lesson11_d.py)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import warnings
 from pathlib import Path
 
 import pytest
+from course_code import snippet
 from torch.utils.data import DataLoader
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def snippet(name: str):
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("num_workers", [0, 2, 3])
