@@ -52,7 +52,7 @@ notebooks: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest $(NBVAL) notebooks solutions
 
 execute: setup
-	$(PY) tools/execute_notebooks.py $(NB)
+	$(PY) tools/execute_notebooks.py --record $(NB)
 
 labs: setup
 	$(PY) tools/make_labs.py

@@ -2,8 +2,11 @@
 
 Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
 progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
-only where its outputs changed. Usage: python tools/execute_notebooks.py [--no-write] [NOTEBOOK ...]
-(--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn.)
+only where its outputs changed. Usage:
+python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
+(--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn; --record, which
+`make execute` passes, stores each run time in docs/runtimes.json and updates the notebook's
+"Runs in" header and README's course map from it: record on an otherwise idle machine.)
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import runtimes  # noqa: E402  (tools/runtimes.py, run as a script from anywhere)
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
@@ -51,7 +57,8 @@ def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
 def main(argv: list[str]) -> int:
     os.environ["LOADERLAB_TEST_MODE"] = "1"
     write = "--no-write" not in argv
-    argv = [a for a in argv if a != "--no-write"]
+    save_time = "--record" in argv and write and not os.environ.get("LOADERLAB_START_METHOD")
+    argv = [a for a in argv if a not in ("--no-write", "--record")]
     failed = 0
     for path in notebooks(argv):
         rel = path.relative_to(ROOT)
@@ -62,6 +69,8 @@ def main(argv: list[str]) -> int:
             print(f"FAILED {rel}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}")
             continue
         print(f"executed {rel} in {seconds:.1f} s")
+        if save_time:
+            runtimes.record(path, seconds)
     return 1 if failed else 0
 
 
