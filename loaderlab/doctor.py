@@ -545,8 +545,9 @@ class _Doctor:
                 f"the dataset's samples are random ({len(masks)}/{len(indices)} differ when fetched twice in one "
                 f"process) but the same index fetched in 2 different workers drew the same random value(s) "
                 f"({dup} per sample) in {pairs}/{pairs} pairs: every worker draws from a copy of the same generator.",
-                "Reseed the dataset's generator in worker_init_fn from get_worker_info().seed "
-                "(loaderlab.seeding.reseed_from_worker_info).",
+                "Give each worker its own generator seeded from get_worker_info().seed: a worker_init_fn doing "
+                "info = get_worker_info(); info.dataset.rng = np.random.default_rng(info.seed), or a Dataset "
+                "that keeps the seed and builds its generator in the worker.",
                 pairs=pairs, values=dup,
             )
         if len(epochs) == 2:
