@@ -1,6 +1,7 @@
 """Tests of loaderlab.doctor: every broken loader of the course is flagged with its code, the
 fixed versions raise no warning, the user's loader is left as it was, and the command line
-returns 0/1/2."""
+returns 0/1/2. The loaders are notebook 17's (notebooks/lesson17*.py, written by its
+%%writefile cells), the one source the notebook shows."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from course_code import lesson
 from torch.utils.data import DataLoader, default_collate, get_worker_info
 
-from loaderlab import doctor_examples as ex
 from loaderlab.__main__ import main
 from loaderlab.datasets import LatencyDataset
 from loaderlab.doctor import (
@@ -33,6 +34,12 @@ from loaderlab.failures import CrashingDataset
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PER_PROBE_S = 20.0
+
+# spawn and forkserver workers import the lesson modules by name, as the notebook's do, and the
+# command line imports lesson17_loaders: the notebooks folder stays on sys.path
+sys.path.insert(0, str(NOTEBOOKS))
+ex = lesson("lesson17_loaders")
+l17 = lesson("lesson17")
 
 
 def run(factory, **kwargs) -> Report:
@@ -94,7 +101,7 @@ def test_distributed_sampler_without_shuffle_is_not_flagged():
 
 
 def test_only_the_random_values_are_compared_not_the_worker_id_column(no_leaked_workers):
-    # GlobalDraws returns [index, worker id, random, numpy, torch]; only the numpy column
+    # GlobalDraws returns [index, random, numpy, torch]; only the numpy column
     # repeats when workers inherit NumPy's state: one value per sample.
     report = run(ex.broken_inherited_numpy, probes=["random"])
     assert report.figures["random"]["values_repeated_across_workers"] == 1
@@ -103,11 +110,9 @@ def test_only_the_random_values_are_compared_not_the_worker_id_column(no_leaked_
 
 
 def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_leaked_workers):
-    from loaderlab.seeding import HeldGeneratorDraws, reseed_from_worker_info
-
     loader = DataLoader(
-        HeldGeneratorDraws(n=16), batch_size=4, num_workers=2, persistent_workers=True,
-        worker_init_fn=reseed_from_worker_info,
+        l17.HeldRng(16), batch_size=4, num_workers=2, persistent_workers=True,
+        worker_init_fn=lesson("lesson17_b").reseed_worker,
     )
     report = run(loader, probes=["random", "persistent"])
     assert report.codes("warning") == []
@@ -122,9 +127,7 @@ def seed_from_worker_id(worker_id: int) -> None:
 
 @pytest.mark.parametrize("hook", [None, lambda loader, epoch: None], ids=["together", "after-hook"])
 def test_a_generator_seeded_from_the_worker_id_repeats_across_epochs_only(hook, no_leaked_workers):
-    from loaderlab.seeding import HeldGeneratorDraws
-
-    loader = DataLoader(HeldGeneratorDraws(n=32), batch_size=4, num_workers=2, worker_init_fn=seed_from_worker_id)
+    loader = DataLoader(l17.HeldRng(32), batch_size=4, num_workers=2, worker_init_fn=seed_from_worker_id)
     report = run(loader, probes=["random"], between_epochs=hook)
     assert report.codes() == ["random.repeats_across_epochs"]
     # epoch 2 replays worker 0's 12 fetches in one fresh worker
@@ -154,7 +157,7 @@ def test_stale_state_is_measured_with_the_users_epoch_hook(no_leaked_workers):
 
     report = run(ex.broken_stale_epoch, probes=["persistent"], between_epochs=hook)
     assert report.codes() == ["persistent.stale_state"]
-    assert report.figures["persistent"]["stale_in_workers"] == ["_epoch"]
+    assert report.figures["persistent"]["stale_in_workers"] == ["epoch"]
 
 
 def test_a_lambda_under_spawn_is_an_error_and_no_worker_is_started(no_leaked_workers):
@@ -302,10 +305,9 @@ def test_random_part_and_equal_positions():
 
 
 def test_state_of_keeps_small_attributes_only():
-    from loaderlab.failures import EpochDataset
-
-    state = state_of(EpochDataset(n=4))
-    assert set(state) == {"n", "shared", "_epoch", "_shared_epoch"}
+    l17d = lesson("lesson17_d")
+    assert set(state_of(l17d.EpochSeen(4))) == {"n", "epoch"}
+    assert set(state_of(l17d.SharedEpochSeen(4))) == {"n", "shared_epoch"}
     assert "rows" not in state_of(ex.broken_cow_table(rows=20_000).dataset)
 
 
@@ -314,21 +316,21 @@ def test_state_of_keeps_small_attributes_only():
 
 def test_cli_exit_status_follows_fail_on(capsys):
     args = ["doctor", "--no-progress", "--time-budget", "5"]
-    assert main([*args, "loaderlab.doctor_examples:broken_last_batch_of_one"]) == 0  # a warning < error
+    assert main([*args, "lesson17_loaders:broken_last_batch_of_one"]) == 0  # a warning < error
     assert "batch.last_size_1" in capsys.readouterr().out
-    assert main([*args, "--fail-on", "warning", "loaderlab.doctor_examples:broken_last_batch_of_one"]) == 1
-    assert main([*args, "--fail-on", "warning", "loaderlab.doctor_examples:fixed_collate"]) == 0
+    assert main([*args, "--fail-on", "warning", "lesson17_loaders:broken_last_batch_of_one"]) == 1
+    assert main([*args, "--fail-on", "warning", "lesson17_loaders:fixed_collate"]) == 0
 
 
 @pytest.mark.parametrize(
     "target, text",
     [
         ("no_such_module_xyz:make", "cannot import module 'no_such_module_xyz'"),
-        ("loaderlab.doctor_examples", "must look like 'my_module:make_loader'"),
-        ("loaderlab.doctor_examples:nothing_here", "has no attribute 'nothing_here'"),
-        ("loaderlab.doctor_examples:BROKEN", "is a dict, not a DataLoader"),
-        ("loaderlab.doctor_examples:module_collate", "must be callable with no argument"),
-        ("loaderlab.doctor_examples:__doc__", "is a str, not a DataLoader"),
+        ("lesson17_loaders", "must look like 'my_module:make_loader'"),
+        ("lesson17_loaders:nothing_here", "has no attribute 'nothing_here'"),
+        ("lesson17_loaders:BROKEN", "is a dict, not a DataLoader"),
+        ("lesson17_loaders:set_sampler_epoch", "must be callable with no argument"),
+        ("lesson17_loaders:__doc__", "is a str, not a DataLoader"),
         ("loaderlab.data:workspace", "not a torch.utils.data.DataLoader"),
     ],
 )
@@ -339,5 +341,5 @@ def test_cli_usage_errors_exit_2_with_one_sentence(target, text, capsys):
 
 
 def test_cli_rejects_bad_workers_list(capsys):
-    assert main(["doctor", "--workers", "two", "loaderlab.doctor_examples:fixed_collate"]) == 2
+    assert main(["doctor", "--workers", "two", "lesson17_loaders:fixed_collate"]) == 2
     assert "--workers" in capsys.readouterr().err
