@@ -1,4 +1,6 @@
-"""Persistent workers keep the dataset copy they started with: `dataset.epoch = e` set in the
+"""The epoch number reaches persistent workers with every index, from the sampler.
+
+Persistent workers keep the dataset copy they started with: `dataset.epoch = e` set in the
 main process never reaches them. Send the epoch with every index instead: the sampler runs in
 the main process, and what it yields is what `__getitem__` receives. Notebook 08, section 4.
 """

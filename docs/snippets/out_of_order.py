@@ -1,6 +1,7 @@
-"""Slow samples stall the loop: with in_order=True (the default) batch i+1 waits for batch i.
-With in_order=False (torch >= 2.6) the loader hands over batches as the workers finish them
-(notebook 14, section 4).
+"""Slow samples without a stalled loop: in_order=False (notebook 14, section 4).
+
+With in_order=True (the default) batch i+1 waits for batch i. With in_order=False
+(torch >= 2.6) the loader hands over batches as the workers finish them.
 
 The batches are the same, their order depends on timing: a run cannot be replayed batch for
 batch, and the slow samples' batches come later in the epoch (a skew if slowness goes with

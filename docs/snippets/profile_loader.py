@@ -1,5 +1,6 @@
-"""Profile a training loop: where the DataLoader shows up in torch.profiler, and a trace file
-to open in https://ui.perfetto.dev or chrome://tracing (notebook 14, section 2).
+"""Profile a training loop: the DataLoader in torch.profiler, and a trace file (notebook 14).
+
+Open the trace in https://ui.perfetto.dev or chrome://tracing (notebook 14, section 2).
 
 torch records every next() on a DataLoader iterator as an event called
 enumerate(DataLoader)#<iterator class>.__next__ (torch/utils/data/dataloader.py,
