@@ -9,24 +9,13 @@ or ``forkserver``, which cannot import a notebook's ``__main__``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 from torch.utils.data import Dataset
 
 from loaderlab.loaders import require_positive, require_seconds
-
-
-def image_to_tensor(image: Image.Image) -> torch.Tensor:
-    """Return a PIL image as a float tensor ``[C, H, W]`` in ``[0, 1]`` (C = number of bands)."""
-    array = np.asarray(image)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div_(255)
 
 
 class AttributeForwarding:
@@ -108,60 +97,6 @@ class LatencyDataset(Dataset):
         if delay:
             time.sleep(delay)
         return self.features[index], int(self.labels[index])
-
-
-class ResizeToTensor:
-    """A transform: returns a PIL image resized to ``size``×``size`` as a float tensor
-    ``[C, size, size]`` in ``[0, 1]`` (C = the image's number of bands).
-
-    A class rather than a lambda, so a DataLoader worker started with ``spawn`` can unpickle it.
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = require_positive(size, "size")
-
-    def __call__(self, image: Image.Image) -> torch.Tensor:
-        if not isinstance(image, Image.Image):
-            raise TypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
-        array = np.asarray(image.resize((self.size, self.size), Image.Resampling.BILINEAR))
-        if array.ndim == 2:
-            array = array[:, :, None]
-        return torch.from_numpy(array.copy()).permute(2, 0, 1).float().div_(255)
-
-    def __repr__(self) -> str:
-        return f"ResizeToTensor(size={self.size})"
-
-
-class ImageFileDataset(Dataset):
-    """Map-style dataset over image files: decode on every access, then apply ``transform``.
-
-    ``mode`` (e.g. ``"RGB"``) converts every image with ``PIL.Image.convert`` before the
-    transform; without it, grayscale and RGBA files keep 1 and 4 channels. Returns
-    ``(image_tensor, label)``; labels default to 0.
-    """
-
-    def __init__(
-        self,
-        paths: Sequence[str | Path],
-        labels: Sequence[int] | None = None,
-        transform: Callable[[Image.Image], Any] = image_to_tensor,
-        mode: str | None = None,
-    ) -> None:
-        if not len(paths):
-            raise ValueError("paths must list at least one image file")
-        if labels is not None and len(labels) != len(paths):
-            raise ValueError(f"labels has {len(labels)} entries but paths has {len(paths)}")
-        self.paths = [str(p) for p in paths]
-        self.labels = list(labels) if labels is not None else [0] * len(self.paths)
-        self.transform, self.mode = transform, mode
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, index: int) -> tuple[Any, int]:
-        with Image.open(self.paths[index]) as image:
-            image = image.convert(self.mode) if self.mode else image.copy()
-        return self.transform(image), self.labels[index]
 
 
 class MetadataDataset(Dataset):

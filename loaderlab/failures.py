@@ -230,33 +230,6 @@ def child_stderr_to(path: str | Path) -> Iterator[Path]:
 _DUMP_FILES: list[Any] = []  # faulthandler writes to these; they must stay open
 
 
-class StackDumpOnSignal:
-    """A ``worker_init_fn``: on ``signum`` the worker writes all its threads' stacks to
-    ``directory/worker-<id>.stack`` (the file's first line holds the worker's pid).
-
-    Uses ``faulthandler.register``, which works even while the worker is blocked in C code.
-    POSIX only (Windows has no SIGUSR1).
-    """
-
-    def __init__(self, directory: str | Path, signum: int | None = None) -> None:
-        directory = Path(directory)
-        if not directory.is_dir():
-            raise ValueError(f"directory must be an existing directory, got {directory.name!r}")
-        if signum is None:
-            if not hasattr(signal, "SIGUSR1"):
-                raise ValueError("signum is required on this platform (no SIGUSR1)")
-            signum = int(signal.SIGUSR1)
-        self.directory, self.signum = str(directory), int(signum)
-
-    def __call__(self, worker_id: int) -> None:
-        path = Path(self.directory) / f"worker-{worker_id}.stack"
-        handle = open(path, "w")  # noqa: SIM115 - must stay open for faulthandler
-        _DUMP_FILES.append(handle)
-        faulthandler.register(self.signum, file=handle, all_threads=True)
-        handle.write(f"{os.getpid()}\n")  # the pid appears only once the handler is in place
-        handle.flush()
-
-
 def request_stack_dumps(
     directory: str | Path,
     n_workers: int,

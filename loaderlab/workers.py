@@ -11,48 +11,17 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from loaderlab.datasets import DelayedDataset
 from loaderlab.loaders import (
     require_loader,
     require_positive,
-    require_seconds,
     stop_workers,
 )
-from loaderlab.measure import BackgroundSampler, Timeline, throughput
+from loaderlab.measure import BackgroundSampler, Timeline
 
 SHM_PATH = "/dev/shm"
 
 
 # ------------------------------------------------------------------------------- datasets
-
-
-class SpikyLatencyDataset(DelayedDataset):
-    """Samples that take ``base_s`` to fetch, except every ``spike_every``-th one (indices
-    ``spike_every - 1``, ``2 * spike_every - 1``, ...), which takes ``spike_s`` (a slow read:
-    a cold cache, a busy disk, a network hiccup).
-
-    The delay is a sleep (the CPU stays free) and depends on the index only, so every run sees
-    the same spikes. Returns ``(features: FloatTensor[dim] filled with the index, label)``;
-    features are made on the fly, so a large ``dim`` costs memory only while a batch exists.
-    """
-
-    def __init__(
-        self, n: int = 96, base_s: float = 0.002, spike_s: float = 0.1, spike_every: int = 16,
-        dim: int = 8,
-    ) -> None:
-        require_positive(n, "n")
-        require_positive(spike_every, "spike_every")
-        require_positive(dim, "dim")
-        self.n, self.base_s = n, require_seconds(base_s, "base_s")
-        self.spike_s = require_seconds(spike_s, "spike_s")
-        self.spike_every, self.dim = spike_every, dim
-
-    def delay(self, index: int) -> float:
-        """Return the seconds that fetching ``index`` takes."""
-        return self.spike_s if (index + 1) % self.spike_every == 0 else self.base_s
-
-    def make_sample(self, index: int) -> tuple[torch.Tensor, int]:
-        return torch.full((self.dim,), float(index)), index % 2
 
 
 # --------------------------------------------------------------------------- timing passes
@@ -79,25 +48,13 @@ def overlap_fraction(timeline: Timeline) -> float:
     return overlapped / loading if loading > 0 else 0.0
 
 
+
 def close_workers(loader: DataLoader) -> None:
     """Shut down the persistent workers a DataLoader keeps between epochs (no-op otherwise)."""
     require_loader(loader)
     iterator = getattr(loader, "_iterator", None)
     stop_workers(iterator)
     loader._iterator = None
-
-
-def epoch_startups(loader: DataLoader, epochs: int = 3) -> list[float]:
-    """Return, for each of ``epochs`` full passes over ``loader``, the seconds from
-    ``iter(loader)`` to the first batch (worker start-up + one batch); persistent workers are
-    shut down at the end."""
-    require_loader(loader)
-    require_positive(epochs, "epochs")
-    try:
-        return [throughput(loader).first_batch_s for _ in range(epochs)]
-    finally:
-        close_workers(loader)
-
 
 def batches_in_flight(loader: DataLoader) -> int:
     """Return how many batches a fresh iterator over ``loader`` requests from its workers

@@ -7,11 +7,10 @@ import random
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 import loaderlab
 from loaderlab import data, env
-from loaderlab.datasets import ImageFileDataset, MetadataDataset, ResizeToTensor, image_to_tensor
+from loaderlab.datasets import MetadataDataset
 
 
 def test_setup_seeds_every_generator(capsys):
@@ -52,28 +51,6 @@ def test_workspace_is_removed_on_cleanup():
     assert not os.path.exists(path)
 
 
-def test_image_folder_has_the_requested_modes_and_is_deterministic(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir()
-    b.mkdir()
-    paths = data.make_image_folder(a, n=3, size=24, n_grayscale=2, n_rgba=1, seed=1)
-    data.make_image_folder(b, n=3, size=24, n_grayscale=2, n_rgba=1, seed=1)
-    modes = sorted(Image.open(p).mode for p in paths)
-    assert modes == ["L", "L", "RGB", "RGB", "RGB", "RGBA"]
-    assert all((a / p.name).read_bytes() == (b / p.name).read_bytes() for p in paths)
-    shapes = {tuple(ImageFileDataset(paths)[i][0].shape) for i in range(len(paths))}
-    assert shapes == {(1, 24, 24), (3, 24, 24), (4, 24, 24)}
-    assert {tuple(ImageFileDataset(paths, mode="RGB")[i][0].shape) for i in range(6)} == {(3, 24, 24)}
-    with pytest.raises(ValueError, match="root"):
-        data.make_image_folder(tmp_path / "missing", n=1)
-
-
-def test_image_to_tensor_scales_to_unit_range():
-    t = image_to_tensor(Image.new("RGB", (4, 2), (255, 0, 51)))
-    assert t.shape == (3, 2, 4) and t.dtype == torch.float32
-    assert t[0].eq(1).all() and t[1].eq(0).all() and t[2].allclose(torch.tensor(0.2))
-
-
 def test_token_sequences_respect_the_contract():
     samples = data.make_token_sequences(n=300, median_length=20, max_length=64, vocab_size=50, seed=2)
     lengths = [len(t) for t, _ in samples]
@@ -102,13 +79,3 @@ def test_metadata_list_and_array_hold_the_same_rows():
         data.metadata_array("not a list")
 
 
-def test_resize_to_tensor():
-    image = Image.new("RGBA", (10, 20), (255, 0, 0, 255))
-    tensor = ResizeToTensor(8)(image)
-    assert tensor.shape == (4, 8, 8) and tensor.dtype == torch.float32
-    assert tensor[0].min() == 1.0 and tensor[1].max() == 0.0
-    assert ResizeToTensor(5)(Image.new("L", (3, 3))).shape == (1, 5, 5)
-    with pytest.raises(ValueError, match="size"):
-        ResizeToTensor(0)
-    with pytest.raises(TypeError, match="image"):
-        ResizeToTensor(4)(torch.zeros(3, 4, 4))

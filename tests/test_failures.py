@@ -106,21 +106,6 @@ class _StuckOnInheritedLock(Dataset):
         return index
 
 
-@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="needs SIGUSR1")
-def test_stack_dump_of_a_worker_stuck_on_an_inherited_lock(tmp_path, no_leaked_workers):
-    import multiprocessing
-
-    with _HELD:
-        loader = DataLoader(_StuckOnInheritedLock(), batch_size=2, num_workers=1,
-                            worker_init_fn=failures.StackDumpOnSignal(tmp_path),
-                            multiprocessing_context=multiprocessing.get_context("fork"))
-        it = iter(loader)
-        dumps = failures.request_stack_dumps(tmp_path, n_workers=1)
-        del it
-    line = source_line(_StuckOnInheritedLock.__getitem__, "_HELD.acquire(")
-    assert stack_frames(dumps[0])[0] == f"test_failures.py:{line} in __getitem__"
-
-
 def test_epoch_dataset_plain_and_shared():
     plain, shared = EpochDataset(n=4), EpochDataset(n=4, shared=True)
     plain.epoch, shared.epoch = 3, 5

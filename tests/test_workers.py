@@ -6,33 +6,17 @@ import time
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
 
 import loaderlab
 from loaderlab.datasets import LatencyDataset
 from loaderlab.workers import (
     SharedMemoryWatcher,
-    SpikyLatencyDataset,
     batches_in_flight,
-    close_workers,
-    epoch_startups,
     host_to_device_seconds,
     overlap_fraction,
     shared_memory_used_mb,
 )
-
-
-def test_spiky_dataset_delays_and_samples():
-    ds = SpikyLatencyDataset(n=8, base_s=0.0, spike_s=0.01, spike_every=4, dim=3)
-    assert [ds.delay(i) for i in range(8)] == [0.0, 0.0, 0.0, 0.01] * 2
-    x, y = ds[5]
-    assert x.tolist() == [5.0, 5.0, 5.0] and y == 1
-    with pytest.raises(IndexError):
-        ds[8]
-    with pytest.raises(ValueError, match="spike_s"):
-        SpikyLatencyDataset(spike_s=-1)
-    with pytest.raises(TypeError, match="base_s"):
-        SpikyLatencyDataset(base_s="1")
 
 
 def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_workers):
@@ -51,22 +35,6 @@ def test_batches_in_flight_counts_prefetch_per_worker(no_leaked_workers):
     assert batches_in_flight(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=3)) == 6
     # capped by the number of batches
     assert batches_in_flight(DataLoader(ds, batch_size=32, num_workers=2, prefetch_factor=4)) == 2
-
-
-def test_epoch_startups_returns_one_value_per_epoch_and_leaves_no_workers(no_leaked_workers):
-    ds = LatencyDataset(n=8, latency_s=0.0)
-    loader = DataLoader(ds, batch_size=4, num_workers=1, persistent_workers=True)
-    startups = epoch_startups(loader, epochs=3)
-    assert len(startups) == 3 and all(s > 0 for s in startups)
-    with pytest.raises(ValueError, match="epochs"):
-        epoch_startups(loader, epochs=0)
-
-
-def test_close_workers_is_a_no_op_without_an_iterator():
-    loader = DataLoader(TensorDataset(torch.zeros(4)))
-    close_workers(loader)
-    with pytest.raises(TypeError, match="loader"):
-        close_workers("not a loader")
 
 
 def test_shared_memory_watcher_sees_a_large_shared_tensor():
