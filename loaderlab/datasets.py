@@ -39,36 +39,6 @@ class AttributeForwarding:
         self.__dict__.update(state)
 
 
-class DelayedDataset(Dataset):
-    """Base of the datasets whose samples take a per-index time to fetch: subclasses set
-    ``self.n`` and define ``delay(index)`` (seconds) and ``make_sample(index)``.
-
-    The delay is a sleep (the CPU stays free) that depends on the index only, so every run
-    sees the same slow samples.
-    """
-
-    n: int
-
-    def __len__(self) -> int:
-        return self.n
-
-    def delay(self, index: int) -> float:
-        """Return the seconds that fetching ``index`` takes."""
-        raise NotImplementedError
-
-    def make_sample(self, index: int) -> Any:
-        """Return sample ``index`` (without the delay)."""
-        raise NotImplementedError
-
-    def __getitem__(self, index: int) -> Any:
-        if not 0 <= index < self.n:
-            raise IndexError(f"index {index} out of range for {self.n} samples")
-        seconds = self.delay(index)
-        if seconds:
-            time.sleep(seconds)
-        return self.make_sample(index)
-
-
 class LatencyDataset(Dataset):
     """Samples that take ``latency_s`` (plus optional jitter) to fetch, like a remote read.
 
