@@ -53,6 +53,13 @@ def test_cheatsheet_page_is_generated_from_the_snippets():
     assert result.returncode == 0, result.stdout
 
 
+def test_cheatsheet_has_a_section_for_every_topic_01_to_16():
+    page = (ROOT / "docs" / "cheatsheet.md").read_text()
+    sections = {line[3:5] for line in page.splitlines() if line.startswith("## ")}
+    missing = [f"{n:02d}" for n in range(1, 17) if f"{n:02d}" not in sections]
+    assert not missing, f"no cheat-sheet snippet names notebook(s) {missing}"
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_loader_configs_train_drops_the_tiny_batch_and_val_sees_everything(num_workers, no_leaked_workers):
     data = TensorDataset(torch.arange(65.0))

@@ -27,11 +27,12 @@ from torch.utils.data import Dataset, IterableDataset, Sampler
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
-# Converted to the convention so far ("Show the code" 1 and 2 of 3); 12-17 follow.
-# LOADERLAB_CONVERTED_EXTRA=12,13 checks notebooks being converted before they join the list.
+# Every notebook follows the convention ("Show the code" 1-3 of 3). A new notebook joins the
+# list when it is converted: LOADERLAB_CONVERTED_EXTRA=18 checks it before it does.
 _EXTRA = {n for n in os.environ.get("LOADERLAB_CONVERTED_EXTRA", "").split(",") if n}
 CONVERTED = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.name[:2] in {
-    "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"} | _EXTRA]
+    "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11",
+    "12", "13", "14", "15", "16", "17"} | _EXTRA]
 WRITEFILE = re.compile(r"\A%%writefile(?: -a)? (\S+)\n")
 
 
