@@ -8,11 +8,9 @@ STAMP := $(VENV)/.loaderlab-installed
 
 # Create the virtual environment, install pinned requirements and the package, register the
 # Jupyter kernel and warm matplotlib's font cache. Re-runs when the requirements change.
-# --no-compile: byte-compiling every installed file was half the install (89 s -> 41 s on
-# 2 cores); Python compiles the modules it imports, once, on first import.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q --no-compile -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name loaderlab --display-name "Python (loaderlab)" >/dev/null
 	$(PY) -c "import matplotlib.pyplot"
