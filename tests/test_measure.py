@@ -18,10 +18,14 @@ from loaderlab.measure import WorkerMemorySampler, live_workers, throughput, tra
 
 
 class AllocatingDataset(Dataset):
-    """Each worker allocates (and touches) `mb` megabytes on its first sample, then holds it."""
+    """Each worker allocates (and touches) `mb` megabytes on its first sample, then holds it.
 
-    def __init__(self, mb: int, n: int = 8, hold_s: float = 0.05) -> None:
-        self.mb, self.n, self.hold_s = mb, n, hold_s
+    It waits `settle_s` first, so a sampler reads the worker's size before the allocation: in
+    CI, on a busy machine, the first reading once came mid-allocation and saw 137 of 200 MB grow.
+    """
+
+    def __init__(self, mb: int, n: int = 8, hold_s: float = 0.05, settle_s: float = 0.5) -> None:
+        self.mb, self.n, self.hold_s, self.settle_s = mb, n, hold_s, settle_s
         self.ballast = None
 
     def __len__(self) -> int:
@@ -29,6 +33,7 @@ class AllocatingDataset(Dataset):
 
     def __getitem__(self, i: int) -> torch.Tensor:
         if self.ballast is None:
+            time.sleep(self.settle_s)
             self.ballast = np.ones(self.mb * 2**20 // 8)
         time.sleep(self.hold_s)
         return torch.tensor(i)
