@@ -60,13 +60,45 @@ def _executor():
 # spawn pass (`make test-spawn`) runs every notebook and solution.
 FORKING_CHECKERS = {"05_pad_collate_and_buckets", "06_cow_fix",
                     "07_worker_seeding", "08_hang_fix"}
-SECOND_PASS = [p for p in NOTEBOOKS if not (p.parent.name == "solutions" and p.stem in FORKING_CHECKERS)]
+# Notebooks whose every DataLoader that starts workers names its start method (06 compares fork
+# with spawn and forkserver, 12 compares all three), or starts no workers at all (09): the
+# default start method never reaches a worker, so the forkserver pass would re-run the same
+# code. test_the_left_out_notebooks_never_use_the_default_start_method keeps that true.
+OWN_START_METHODS = {"06_copy_on_write_memory", "09_weighted_sampling", "12_start_methods"}
+SECOND_PASS = [p for p in NOTEBOOKS
+               if not (p.parent.name == "solutions" and p.stem in FORKING_CHECKERS)
+               and not (p.parent.name == "notebooks" and p.stem in OWN_START_METHODS)]
+
+
+def dataloader_calls(source: str) -> list[str]:
+    """The text of every ``DataLoader(...)`` call in a cell or module, parentheses balanced."""
+    calls = []
+    for match in re.finditer(r"\bDataLoader\(", source):
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(source)):
+            depth += {"(": 1, ")": -1}.get(source[end], 0)
+            if depth == 0:
+                break
+        calls.append(source[match.start():end + 1])
+    return calls
 
 
 def _run_with(method: str, path: Path, monkeypatch) -> None:
     monkeypatch.setenv("LOADERLAB_START_METHOD", method)
     monkeypatch.setenv("LOADERLAB_TEST_MODE", "1")
     _executor().execute(path, timeout=240, write=False)
+
+
+@pytest.mark.parametrize("stem", sorted(OWN_START_METHODS))
+def test_the_left_out_notebooks_never_use_the_default_start_method(stem):
+    path = ROOT / "notebooks" / f"{stem}.ipynb"
+    sources = [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+               for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    sources += [p.read_text() for p in (ROOT / "notebooks").glob(f"lesson{stem[:2]}*.py")]
+    calls = [call for source in sources for call in dataloader_calls(source)]
+    assert calls, f"{stem} builds no DataLoader: is it still the notebook OWN_START_METHODS means?"
+    default = [call for call in calls if "num_workers" in call and "multiprocessing_context" not in call]
+    assert not default, f"{stem} starts workers with the default start method: {default[0][:80]}..."
 
 
 def test_the_forking_solutions_exist():
