@@ -61,3 +61,21 @@ def test_the_snippets_are_the_code_the_lesson_built():
         notebooks / "lesson11_c.py", "RankWorkerShardedStream")
     assert class_source(snippets / "shuffle_buffer.py", "ShuffleBuffer") == class_source(
         notebooks / "lesson11_d.py", "ShuffleBuffer")
+
+
+
+def _class_source(path: Path, name: str) -> str:
+    text = path.read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+@pytest.mark.parametrize(("snippet_name", "module", "name"), [
+    ("shuffle_buffer", "lesson11_d", "ShuffleBuffer"),
+    ("sharded_iterable", "lesson11_c", "RankWorkerShardedStream"),
+])
+def test_the_snippet_is_the_class_notebook_11_builds(snippet_name, module, name):
+    """The cheat sheet copies notebook 11's class on purpose: the two texts must not drift."""
+    root = Path(__file__).resolve().parent.parent
+    assert (_class_source(root / "docs" / "snippets" / f"{snippet_name}.py", name)
+            == _class_source(root / "notebooks" / f"{module}.py", name))
