@@ -1,113 +1,39 @@
-"""Command line of loaderlab: ``python -m loaderlab doctor my_module:make_loader``.
+"""Command line of loaderlab: ``python -m loaderlab COMMAND [ARGS]``.
 
-Exit status: 0 when no finding reaches ``--fail-on`` (default ``error``), 1 when one does,
-2 for a usage error (bad module path, a factory that is not callable or returns no DataLoader).
+Each command is a module with ``main(argv) -> int`` (argv after the command name), imported only
+when it runs. Exit status: the command's; 2 for an unknown command.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import inspect
-import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-USAGE_ERROR, FOUND, CLEAN = 2, 1, 0
-
-
-class UsageError(Exception):
-    """A one-sentence explanation of what is wrong with the command line."""
+# command -> (module holding main(argv), one-line help). Add a command with one line here.
+COMMANDS = {
+    "doctor": ("loaderlab.doctor_cli", "probe a DataLoader for the course's pitfalls: doctor my_module:make_loader"),
+}
 
 
-def resolve(target: str) -> Any:
-    """Return the object named by ``module.path:attribute`` (attribute may be dotted).
-
-    Raises ``UsageError`` with one sentence when the module or attribute cannot be found.
-    """
-    if not isinstance(target, str) or target.count(":") != 1:
-        raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
-    module_name, attribute = target.split(":")
-    if not module_name or not attribute:
-        raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise UsageError(f"cannot import module {module_name!r} ({exc}); run from the folder that holds it") from exc
-    for part in attribute.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}")
-        obj = getattr(obj, part)
-    return obj
-
-
-def load_loader(target: str) -> Any:
-    """Return the DataLoader named by ``target``: a DataLoader object, or a factory called with
-    no argument. Raises ``UsageError`` when it is neither or the factory returns something else."""
-    from torch.utils.data import DataLoader
-
-    obj = resolve(target)
-    if isinstance(obj, DataLoader):
-        return obj
-    if not callable(obj):
-        raise UsageError(f"{target} is a {type(obj).__name__}, not a DataLoader or a function returning one")
-    try:
-        inspect.signature(obj).bind()
-    except TypeError as exc:
-        raise UsageError(f"{target} must be callable with no argument ({exc})") from exc
-    except ValueError:  # builtins without a signature: just call them
-        pass
-    try:
-        made = obj()
-    except Exception as exc:  # noqa: BLE001 - the user's factory failing is reported in one line
-        raise UsageError(f"calling {target}() raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(made, DataLoader):
-        raise UsageError(f"{target}() returned a {type(made).__name__}, not a torch.utils.data.DataLoader")
-    return made
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m loaderlab", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    doc = sub.add_parser("doctor", help="probe a DataLoader for the course's pitfalls and print a report")
-    doc.add_argument("target", help="module:factory (a function returning a DataLoader) or module:loader")
-    doc.add_argument("--fail-on", choices=("info", "warning", "error"), default="error",
-                     help="exit with status 1 when a finding has this severity or worse (default: error)")
-    doc.add_argument("--time-budget", type=float, default=15.0, help="seconds the probes may take (default 15)")
-    doc.add_argument("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
-    doc.add_argument("--workers", default="0,2,4", help="num_workers values to compare with yours (default 0,2,4)")
-    doc.add_argument("--step", type=float, default=0.0, help="seconds of your training step per batch (default 0)")
-    doc.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
-    return parser
+def usage() -> str:
+    """The list of commands, one per line."""
+    lines = ["usage: python -m loaderlab COMMAND [ARGS]   (COMMAND --help for its options)", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 clean, 1 findings, 2 usage error)."""
-    args = _parser().parse_args(argv)
-    from loaderlab.doctor import doctor
-    from loaderlab.env import apply_start_method
-
-    apply_start_method()
-    try:
-        try:
-            workers = [int(w) for w in args.workers.split(",") if w.strip()]
-        except ValueError:
-            raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
-        if args.time_budget <= 0 or args.max_batches <= 0 or args.step < 0 or not workers or min(workers) < 0:
-            raise UsageError("--time-budget and --max-batches must be > 0, --step and --workers >= 0")
-        loader = load_loader(args.target)
-    except UsageError as exc:
-        print(f"loaderlab doctor: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    report = doctor(
-        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers,
-        step_s=args.step, progress=not args.no_progress,
-    )
-    print(report)
-    return FOUND if report.at_least(args.fail_on) else CLEAN
+    """Run ``python -m loaderlab`` with ``argv``; return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if args else 2
+    if args[0] not in COMMANDS:
+        print(f"python -m loaderlab: unknown command {args[0]!r}\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[args[0]][0])
+    return module.main(args[1:])
 
 
 if __name__ == "__main__":
