@@ -2,6 +2,8 @@
 
 In a solution notebook the student's part sits between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; the lab gets a stub that raises NotImplementedError there, and no outputs.
+Every lab's metadata carries ``"loaderlab": {"lab": "01"}`` (from the solution's file name): the
+grader (``python -m loaderlab grade``) identifies a submission by it, whatever the student named it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def lab_for(solution: Path) -> nbformat.NotebookNode:
             cell.source = stub_source(cell.source)
             cell.outputs = []
             cell.execution_count = None
+    nb.metadata["loaderlab"] = {"lab": solution.name.split("_")[0]}
     return nb
 
 
