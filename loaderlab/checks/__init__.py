@@ -16,6 +16,7 @@ traceback. Checkers test behaviour (they run the candidate in real DataLoaders),
 | 09 balanced weights | ``check_balanced_weights`` |
 | 10 DDP epochs | ``check_ddp_epochs`` |
 | 11 sharded IterableDataset | ``check_sharded_iterable`` |
+| 13 resumable dataset | ``check_resumable`` |
 """
 
 from loaderlab.checks.collate import check_bucket_batches, check_pad_collate  # noqa: I001
@@ -23,6 +24,7 @@ from loaderlab.checks.distributed import check_ddp_epochs
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
 from loaderlab.checks.memory import check_cow_fix
+from loaderlab.checks.resume import check_resumable
 from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, checker, one_line
 from loaderlab.checks.sampling import check_balanced_weights
 from loaderlab.checks.seeding import check_worker_init_fn
@@ -34,4 +36,5 @@ __all__ = [
     "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
     "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable",
+    "check_resumable",
 ]
