@@ -24,8 +24,8 @@ from loaderlab.checks.distributed import check_ddp_epochs
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
 from loaderlab.checks.memory import check_cow_fix
-from loaderlab.checks.resume import check_resumable
 from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, checker, one_line
+from loaderlab.checks.resume import check_resumable
 from loaderlab.checks.sampling import check_balanced_weights
 from loaderlab.checks.seeding import check_worker_init_fn
 from loaderlab.checks.speed import check_fast_loader
