@@ -8,7 +8,9 @@ traceback. Checkers test behaviour (they run the candidate in real DataLoaders),
 | lab | checker |
 |---|---|
 | 01 loop → DataLoader | ``check_loop_to_loader`` |
+| 02 train/validation loaders | ``check_split_loaders`` |
 | 03 fast loader | ``check_fast_loader`` |
+| 04 caching decoded samples | ``check_cached_loader`` |
 | 05 pad_collate, bucketing | ``check_pad_collate``, ``check_bucket_batches`` |
 | 06 copy-on-write fix | ``check_cow_fix`` |
 | 07 worker seeding | ``check_worker_init_fn`` |
@@ -16,10 +18,12 @@ traceback. Checkers test behaviour (they run the candidate in real DataLoaders),
 | 09 balanced weights | ``check_balanced_weights`` |
 | 10 DDP epochs | ``check_ddp_epochs`` |
 | 11 sharded IterableDataset | ``check_sharded_iterable`` |
+| 12 spawn-safe loader | ``check_spawn_safe`` |
 | 13 resumable dataset | ``check_resumable`` |
 """
 
-from loaderlab.checks.collate import check_bucket_batches, check_pad_collate  # noqa: I001
+from loaderlab.checks.caching import check_cached_loader  # noqa: I001
+from loaderlab.checks.collate import check_bucket_batches, check_pad_collate
 from loaderlab.checks.distributed import check_ddp_epochs
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
@@ -28,7 +32,9 @@ from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, 
 from loaderlab.checks.resume import check_resumable
 from loaderlab.checks.sampling import check_balanced_weights
 from loaderlab.checks.seeding import check_worker_init_fn
+from loaderlab.checks.spawn import check_spawn_safe
 from loaderlab.checks.speed import check_fast_loader
+from loaderlab.checks.splits import check_split_loaders
 from loaderlab.checks.streaming import check_sharded_iterable
 
 __all__ = [
@@ -37,4 +43,5 @@ __all__ = [
     "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable",
     "check_resumable",
+    "check_split_loaders", "check_cached_loader", "check_spawn_safe",
 ]
