@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
 from loaderlab.measure import (  # noqa: E402
     OthersCpu,
-    Throughput,
+    Pass,
     Timeline,
     Tracer,
     WorkerMemorySampler,
@@ -29,7 +29,7 @@ __all__ = [
     "test_mode",
     "progress",
     "throughput",
-    "Throughput",
+    "Pass",
     "OthersCpu",
     "trace_timeline",
     "Timeline",
