@@ -18,17 +18,31 @@ def require_loader(loader: Any, name: str = "loader") -> DataLoader:
     return loader
 
 
-def stop_workers(iterator: Any) -> None:
+def stop_workers(iterator: Any, kill: bool = False) -> None:
     """Shut down the worker processes of a DataLoader iterator now (no-op for one without
     workers, or for anything that is not a DataLoader iterator).
 
     An iterator stops its workers in ``__del__``, that is at the next garbage collection when
     a traceback or a frame still holds it; ``_shutdown_workers``
     (``torch/utils/data/dataloader.py``, ``_MultiProcessingDataLoaderIter``) does it at once.
+    ``kill``: terminate them first. A worker that is stuck, or still starting (under spawn it
+    imports torch), does not answer the shutdown request, and ``_shutdown_workers`` would wait
+    ``MP_STATUS_CHECK_INTERVAL`` (5 s) for each; torch's own last resort, in its ``finally``,
+    is the same ``terminate()``.
     """
     shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is not None:
-        shutdown()
+    if shutdown is None:
+        return
+    if kill and not iterator._shutdown:
+        from torch.utils.data._utils import signal_handling
+
+        if iterator._worker_pids_set:  # stop the SIGCHLD handler from reporting the kills
+            signal_handling._remove_worker_pids(id(iterator))
+            iterator._worker_pids_set = False
+        for worker in iterator._workers:
+            if worker.is_alive():
+                worker.terminate()
+    shutdown()
 
 
 def require_positive(value: Any, name: str, allow_none: bool = False, integer: bool = True) -> Any:

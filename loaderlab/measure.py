@@ -13,7 +13,14 @@ from typing import Any, NamedTuple, TypeVar
 import psutil
 from torch.utils.data import DataLoader, default_collate, get_worker_info
 
-from loaderlab.loaders import batch_size_of, rebuild, require_loader, require_positive, stop_workers
+from loaderlab.loaders import (
+    batch_size_of,
+    rebuild,
+    require_loader,
+    require_positive,
+    require_seconds,
+    stop_workers,
+)
 
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
@@ -109,19 +116,50 @@ def wait_for_workers_to_exit(timeout_s: float = 5.0) -> int:
         time.sleep(0.05)
 
 
-# --------------------------------------------------------------------------- throughput
+# ------------------------------------------------------------------------ the pass timer
 
 
 @dataclass
-class Throughput:
-    """What ``throughput`` measured: counts, wall time and the main process's waits."""
+class Pass:
+    """What one pass over a loader saw: ``timed_pass`` and ``timed_batches`` fill it, and every
+    instrument (``throughput``, ``Tracer``, ``WorkerMemorySampler.watch``), checker and the
+    doctor reads it. Times are seconds since the pass began (just before ``iter()``)."""
 
-    batches: int
-    samples: int
-    seconds: float
-    first_batch_s: float
-    waits_s: list[float] = field(repr=False)
-    steps_s: list[float] = field(repr=False, default_factory=list)
+    num_workers: int = 0
+    requested_s: list[float] = field(default_factory=list, repr=False)  # each next() began
+    received_s: list[float] = field(default_factory=list, repr=False)  # ... and returned
+    step_end_s: list[float] = field(default_factory=list, repr=False)  # the loop body ended
+    sizes: list[int] = field(default_factory=list, repr=False)  # samples per batch
+    metas: list[Any] = field(default_factory=list, repr=False)  # TracedCollate's, else None
+    values: list[Any] = field(default_factory=list, repr=False)  # the batches (``keep=True``)
+    seconds: float = 0.0  # the whole pass, worker shutdown excluded
+    finished: bool = False  # the loader ran out: a whole epoch was seen
+    error: Exception | None = None  # what ended the pass (``catch=True``), traceback dropped
+    raised_at: str | None = None  # its innermost frame: "file.py:LINE in func"
+    origin: float = field(default=0.0, repr=False)  # time.perf_counter() when it began
+
+    @property
+    def batches(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def waits_s(self) -> list[float]:
+        """How long each ``next()`` waited for its batch."""
+        return [b - a for a, b in zip(self.requested_s, self.received_s, strict=True)]
+
+    @property
+    def steps_s(self) -> list[float]:
+        """How long the loop body (the training step) ran on each batch."""
+        return [e - r for r, e in zip(self.received_s, self.step_end_s, strict=False)]
+
+    @property
+    def first_batch_s(self) -> float:
+        """Seconds until the first batch arrived (worker start-up included)."""
+        return self.received_s[0] if self.received_s else self.seconds
 
     @property
     def samples_per_s(self) -> float:
@@ -143,29 +181,148 @@ class Throughput:
 
     @property
     def step_s(self) -> float:
-        """Total time spent in the loop body (the training step)."""
+        """Total time spent in the loop body."""
         return sum(self.steps_s)
+
+    @property
+    def steady_samples_per_s(self) -> float | None:
+        """Samples per second of waiting once every worker delivered its first batch (start-up
+        excluded); None when fewer than 2 batches are left to time."""
+        skip = max(1, self.num_workers)  # each worker's first batch includes its start-up
+        waits = self.waits_s[skip:]
+        if len(waits) < 2 or sum(waits) <= 0:
+            return None
+        return sum(self.sizes[skip:]) / sum(waits)
+
+
+def timed_batches(
+    batches: Iterable[Any],
+    run: Pass,
+    max_batches: int | None = None,
+    seconds: float | None = None,
+    *,
+    count_startup: bool = False,
+    keep: bool = False,
+    catch: bool = False,
+    kill: bool = False,
+    iterator: Iterator[Any] | None = None,
+    before_stop: Callable[[], Any] | None = None,
+) -> Iterator[Any]:
+    """Yield the batches of one pass over ``batches`` (a DataLoader or any iterable) and record
+    in ``run`` when each was asked for, received and done with: the one pass timer.
+
+    The pass stops after ``max_batches``, or once ``seconds`` have passed since the first batch
+    arrived (``count_startup``: since the pass began). ``keep`` stores the batches in
+    ``run.values``; ``catch`` ends the pass on an error from the loader and stores it in
+    ``run.error`` instead of raising. ``iterator``: one already made by ``iter(batches)``.
+    Batches of a ``TracedCollate`` are unwrapped (their worker metadata goes to ``run.metas``).
+
+    In a ``finally``, after ``before_stop()``: a DataLoader's workers are shut down, unless they
+    persist (then the loader keeps them); ``kill`` terminates the workers of a pass that did not
+    finish first (a stuck worker would make the shutdown wait 5 s), persistent or not.
+    """
+    require_positive(max_batches, "max_batches", allow_none=True)
+    if seconds is not None:
+        require_seconds(seconds, "seconds")
+    run.num_workers = getattr(batches, "num_workers", 0)
+    run.origin = origin = time.perf_counter()
+    deadline = origin + seconds if seconds is not None and count_startup else float("inf")
+    iterator = iter(batches) if iterator is None else iterator
+    try:
+        while (max_batches is None or run.batches < max_batches) and time.perf_counter() < deadline:
+            requested = time.perf_counter()
+            try:
+                item = next(iterator)
+            except StopIteration:
+                run.finished = True
+                break
+            except Exception as exc:
+                if not catch:
+                    raise
+                run.error, run.raised_at = exc, traceback_tail(exc)
+                exc.__traceback__ = None  # its frames would keep the iterator, and the workers, alive
+                break
+            received = time.perf_counter()
+            if seconds is not None and not run.received_s and not count_startup:
+                deadline = received + seconds
+            meta = None
+            if isinstance(item, TracedBatch):
+                item, meta = item
+            run.requested_s.append(requested - origin)
+            run.received_s.append(received - origin)
+            run.sizes.append(batch_size_of(item))
+            run.metas.append(meta)
+            if keep:
+                run.values.append(item)
+            yield item
+            run.step_end_s.append(time.perf_counter() - origin)
+    finally:
+        run.seconds = time.perf_counter() - origin
+        if len(run.step_end_s) < run.batches:  # the loop broke out during its body
+            run.step_end_s.append(run.seconds)
+        try:
+            if before_stop is not None:
+                before_stop()
+        finally:
+            if isinstance(batches, DataLoader):
+                cut = kill and not run.finished
+                if cut or not batches.persistent_workers:
+                    stop_workers(iterator, kill=cut)
+                if cut and batches._iterator is iterator:
+                    batches._iterator = None  # the next pass starts new workers
+            del iterator
+
+
+def timed_pass(
+    loader: Iterable[Any],
+    max_batches: int | None = None,
+    seconds: float | None = None,
+    step: Callable[[Any], Any] | float | None = None,
+    on_batch: Callable[[int], Any] | None = None,
+    **options: Any,
+) -> Pass:
+    """Return the ``Pass`` of one pass over ``loader``: ``step`` runs on each batch (a callable,
+    or seconds of sleep), ``on_batch(n)`` after the n-th batch. ``max_batches``, ``seconds``
+    and ``options`` (``count_startup``, ``keep``, ``catch``, ``kill``) as in ``timed_batches``."""
+    step_fn = _as_step(step)
+    run = Pass()
+    batches = timed_batches(loader, run, max_batches, seconds, **options)
+    try:
+        for batch in batches:
+            if on_batch is not None:
+                on_batch(run.batches)
+            if step_fn is not None:
+                step_fn(batch)
+    finally:
+        batches.close()  # stops the workers now, even when a step raised
+    return run
 
 
 def throughput(
     loader: DataLoader,
     max_batches: int | None = None,
     step: Callable[[Any], Any] | float | None = None,
-) -> Throughput:
-    """Return samples/s and batches/s of one pass over ``loader`` (at most ``max_batches``),
-    ``step`` running on each batch (a callable, or seconds of sleep).
-
-    For instruments that sweep loaders; in a lesson, write the loop over ``Tracer.watch``.
-    """
+) -> Pass:
+    """Return the ``Pass`` (``samples_per_s``, ``batches_per_s``, ``wait_fraction``, ...) of one
+    pass over ``loader`` (at most ``max_batches``), ``step`` running on each batch (a callable,
+    or seconds of sleep). For instruments that sweep loaders; in a lesson, write the loop over
+    ``Tracer.watch``."""
     require_loader(loader)
-    step_fn = _as_step(step)
-    tracer = Tracer()
-    for batch in tracer.watch(loader, max_batches):
-        if step_fn is not None:
-            step_fn(batch)
-    if not tracer.records:
+    run = timed_pass(loader, max_batches, step=step)
+    if not run.batches:
         raise ValueError("loader yielded no batches: nothing to measure")
-    return tracer.throughput
+    return run
+
+
+def traceback_tail(exc: BaseException) -> str | None:
+    """Return the innermost frame of ``exc``'s traceback as ``"file.py:LINE in func"``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return f"{os.path.basename(code.co_filename)}:{tb.tb_lineno} in {code.co_name}"
 
 
 # ------------------------------------------------------------------------ memory sampler
@@ -327,28 +484,26 @@ class WorkerMemorySampler(BackgroundSampler):
         try:
             if self._gate is not None:
                 self._gate.wait_for(loader.num_workers)
-            with self:
+        except BaseException:
+            stop_workers(iterator)
+            raise
+        # Ask for exactly len(loader) batches: the next() that raises StopIteration would shut
+        # the workers down (``_next_data``) before the last reading.
+        total = len(loader) if hasattr(loader.dataset, "__len__") else None
+        if max_batches is not None:
+            total = max_batches if total is None else min(total, max_batches)
+        self.__enter__()
+        self.sample()
+        if self._gate is not None:
+            self._gate.open()
+
+        def last_reading() -> None:  # while the workers are still alive, then stop sampling
+            try:
                 self.sample()
-                if self._gate is not None:
-                    self._gate.open()
-                # Ask for exactly len(loader) batches: the next() that raises StopIteration
-                # would shut the workers down (``_next_data``) before the last reading.
-                total = len(loader) if hasattr(loader.dataset, "__len__") else None
-                if max_batches is not None:
-                    total = max_batches if total is None else min(total, max_batches)
-                delivered = 0
-                while total is None or delivered < total:
-                    try:
-                        batch = next(iterator)
-                    except StopIteration:
-                        break
-                    delivered += 1
-                    yield batch
-                self.sample()  # the last reading, while the workers are still alive
-        finally:
-            if not loader.persistent_workers:
-                stop_workers(iterator)
-            del iterator
+            finally:
+                self.__exit__()
+
+        yield from timed_batches(loader, Pass(), total, iterator=iterator, before_stop=last_reading)
 
     def _read(self, proc: psutil.Process, role: str, t: float) -> MemoryRecord | None:
         try:
@@ -501,17 +656,15 @@ class Tracer:
 
     ``for xb, yb in tracer.watch(loader): ...`` yields the loader's batches and records when
     each was asked for and received, and when your loop body finished with it; afterwards
-    ``tracer.throughput`` has the counts and waits. Pass ``collate_fn=tracer.collate`` (or
-    ``tracer.collate_with(your_collate)``) to the DataLoader and ``tracer.timeline`` also
+    ``tracer.throughput`` has the counts and waits (a ``Pass``). Pass ``collate_fn=tracer.collate``
+    (or ``tracer.collate_with(your_collate)``) to the DataLoader and ``tracer.timeline`` also
     says which worker made each batch and when. Each ``watch`` starts a new recording.
     """
 
     def __init__(self) -> None:
         self.collate = TracedCollate()
-        self.records: list[dict[str, Any]] = []
-        self.epoch_s: float | None = None
+        self.run: Pass | None = None
         self._loader: Any = None
-        self._origin = 0.0
 
     @staticmethod
     def collate_with(collate_fn: Callable[[Any], Any]) -> TracedCollate:
@@ -520,7 +673,7 @@ class Tracer:
 
     def watch(self, batches: Iterable[Any], max_batches: int | None = None) -> Iterator[Any]:
         """Yield the batches of one pass over ``batches`` (a DataLoader or any iterable),
-        at most ``max_batches``, timing each ``next()`` and each loop body.
+        at most ``max_batches``, timing each ``next()`` and each loop body (``timed_batches``).
 
         The clock starts before ``iter()``, so worker start-up counts (it is part of every
         epoch unless workers persist), and stops when the pass ends; a DataLoader's workers
@@ -529,79 +682,46 @@ class Tracer:
         if not isinstance(batches, Iterable):
             raise TypeError(f"watch() needs a DataLoader or another iterable of batches, got {type(batches).__name__}")
         require_positive(max_batches, "max_batches", allow_none=True)
-        self.records, self.epoch_s, self._loader = [], None, batches
-        return self._watch(batches, max_batches)
+        self.run, self._loader = Pass(), batches
+        return timed_batches(batches, self.run, max_batches)
 
-    def _watch(self, batches: Iterable[Any], max_batches: int | None) -> Iterator[Any]:
-        origin = self._origin = time.perf_counter()
-        iterator = iter(batches)
-        try:
-            while max_batches is None or len(self.records) < max_batches:
-                requested = time.perf_counter()
-                try:
-                    item = next(iterator)
-                except StopIteration:
-                    break
-                received = time.perf_counter()
-                meta = None
-                if isinstance(item, TracedBatch):
-                    item, meta = item
-                record = {"batch": len(self.records), "requested": requested - origin,
-                          "received": received - origin, "wait": received - requested,
-                          "samples": batch_size_of(item), "meta": meta}
-                self.records.append(record)
-                yield item
-                record["step_end"] = time.perf_counter() - origin
-        finally:
-            self.epoch_s = time.perf_counter() - origin  # worker shutdown is not part of the pass
-            if self.records and "step_end" not in self.records[-1]:  # the loop broke out early
-                self.records[-1]["step_end"] = self.epoch_s
-            if isinstance(batches, DataLoader) and not batches.persistent_workers:
-                stop_workers(iterator)
-            del iterator
-
-    def _require_pass(self) -> None:
-        if self.epoch_s is None or not self.records:
+    def _require_pass(self) -> Pass:
+        if self.run is None or not self.run.batches or len(self.run.step_end_s) < self.run.batches:
             raise ValueError("nothing recorded yet: loop over tracer.watch(loader) first "
                              "(and let it yield at least one batch)")
+        return self.run
 
     @property
-    def throughput(self) -> Throughput:
+    def throughput(self) -> Pass:
         """Counts, wall time and waits of the last pass."""
-        self._require_pass()
-        waits = [r["wait"] for r in self.records]
-        steps = [r["step_end"] - r["received"] for r in self.records]
-        samples = sum(r["samples"] for r in self.records)
-        return Throughput(len(waits), samples, self.epoch_s, waits[0], waits, steps)
+        return self._require_pass()
 
     @property
     def timeline(self) -> Timeline:
         """Which worker made each batch of the last pass, and when (see ``Timeline``)."""
-        self._require_pass()
-        if any(r["meta"] is None for r in self.records):
+        run = self._require_pass()
+        if any(meta is None for meta in run.metas):
             raise ValueError("the batches carry no worker information: build the DataLoader with "
                              "collate_fn=tracer.collate (or tracer.collate_with(your_collate_fn))")
         loader = self._loader
         if not isinstance(loader, DataLoader):
             raise TypeError("a timeline needs tracer.watch(a DataLoader)")
-        workers = loader.num_workers
-        in_flight = workers * (loader.prefetch_factor or 0)
+        in_flight = loader.num_workers * (loader.prefetch_factor or 0)
         last_end: dict[int, float] = {}
         out = []
-        origin = self._origin  # meta["end"] is a perf_counter reading; records are relative
-        for k, r in enumerate(self.records):
-            worker = r["meta"]["worker"]
-            end = r["meta"]["end"] - origin
+        for k, meta in enumerate(run.metas):
+            worker, end = meta["worker"], meta["end"] - run.origin  # a perf_counter reading
+            requested, received = run.requested_s[k], run.received_s[k]
             if worker == -1:
-                start = r["requested"]
+                start = requested
             else:
-                sent = 0.0 if k < in_flight else self.records[k - in_flight]["received"]
+                sent = 0.0 if k < in_flight else run.received_s[k - in_flight]
                 start = max(sent, last_end.get(worker, 0.0))
             last_end[worker] = end
-            out.append({"batch": k, "worker": worker, "pid": r["meta"]["pid"],
-                        "start": min(start, end), "end": end, "requested": r["requested"],
-                        "received": r["received"], "wait": r["wait"], "step_end": r["step_end"]})
-        return Timeline(out, self.epoch_s)
+            out.append({"batch": k, "worker": worker, "pid": meta["pid"], "start": min(start, end),
+                        "end": end, "requested": requested, "received": received,
+                        "wait": received - requested, "step_end": run.step_end_s[k]})
+        return Timeline(out, run.seconds)
 
 
 def trace_timeline(
@@ -615,9 +735,9 @@ def trace_timeline(
     For instruments that sweep loaders; in a lesson, write the loop over ``Tracer.watch``.
     """
     require_loader(loader)
-    step_fn = _as_step(step)
     tracer = Tracer()
     traced = rebuild(loader, collate_fn=tracer.collate_with(loader.collate_fn))
+    step_fn = _as_step(step)
     for batch in tracer.watch(traced, max_batches):
         if step_fn is not None:
             step_fn(batch)

@@ -50,9 +50,10 @@ def test_throughput_counts_every_sample_and_batch(no_leaked_workers):
     loader = DataLoader(LatencyDataset(n=50, latency_s=0), batch_size=8)
     result = throughput(loader)
     assert (result.batches, result.samples) == (7, 50)
-    assert len(result.waits_s) == 7 and result.first_batch_s == result.waits_s[0]
+    assert len(result.waits_s) == 7 and result.first_batch_s == result.received_s[0] >= result.waits_s[0]
     assert result.samples_per_s == pytest.approx(50 / result.seconds)
-    assert 0 <= result.wait_fraction <= 1
+    assert result.wait_fraction == pytest.approx(sum(result.waits_s) / result.seconds)
+    assert result.finished and result.sizes == [8] * 6 + [2]
 
 
 def test_throughput_stops_at_max_batches_and_runs_the_step(no_leaked_workers):

@@ -13,18 +13,16 @@ passes). Waiting is sleep, so the ratio barely depends on how busy the CPUs are.
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from torch.utils.data import DataLoader
-from torch.utils.data._utils import signal_handling
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.loaders import batch_size_of, require_loader, same_batch
-from loaderlab.measure import throughput
+from loaderlab.loaders import batch_size_of, require_loader, same_batch, stop_workers
+from loaderlab.measure import throughput, timed_pass
 
 HINT = ("Hint: notebook 03, sections 2 'How many workers?' and 5 (persistent_workers), or "
         "notebook 04, section 3 'Fetching a whole batch at once: `__getitems__`'.")
@@ -56,57 +54,6 @@ def _require_starting_loader(slow_loader: Any) -> None:
     if slow_loader.num_workers or slow_loader.batch_sampler is None:
         raise Wrong("slow_loader must be the lab's starting loader (batch_size=8, num_workers=0, a "
                     "sampler): pass the loader the lab builds, and your faster one through tune.")
-
-
-def _stop_workers(iterator: Any, kill: bool) -> None:
-    """Shut down the worker processes of a DataLoader iterator (if it has any).
-
-    ``kill``: terminate them first. Workers that are still starting (under spawn each one
-    imports torch, seconds on a busy machine) do not answer the shutdown request, and
-    ``_shutdown_workers`` would wait ``MP_STATUS_CHECK_INTERVAL`` (5 s) for each one; torch's
-    own last resort, in the ``finally`` of ``_shutdown_workers``, is the same ``terminate()``.
-    """
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is None:
-        return
-    if kill and not iterator._shutdown:
-        if iterator._worker_pids_set:  # stop the SIGCHLD handler from reporting the kills
-            signal_handling._remove_worker_pids(id(iterator))
-            iterator._worker_pids_set = False
-        for worker in iterator._workers:
-            if worker.is_alive():
-                worker.terminate()
-    shutdown()
-
-
-def _timed_pass(loader: DataLoader, limit_s: float) -> tuple[list[Any], float, float, bool]:
-    """Return ``(batches, seconds, first_batch_s, complete)`` of one pass, stopped after
-    ``limit_s`` seconds (checked after every batch; workers wait at most ``limit_s``)."""
-    batches: list[Any] = []
-    start = time.perf_counter()
-    first_batch_s = float("nan")
-    iterator = iter(loader)
-    complete = False
-    try:
-        while time.perf_counter() - start <= limit_s:
-            try:
-                batches.append(next(iterator))
-            except StopIteration:
-                complete = True
-                break
-            except RuntimeError as exc:
-                if "DataLoader timed out" not in str(exc):
-                    raise
-                break
-            if len(batches) == 1:
-                first_batch_s = time.perf_counter() - start
-    finally:
-        if not (complete and loader.persistent_workers):
-            _stop_workers(iterator, kill=not complete)
-            loader._iterator = None
-        del iterator
-    seconds = time.perf_counter() - start
-    return batches, seconds, first_batch_s if batches else seconds, complete
 
 
 def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, batch_size: int) -> None:
@@ -148,15 +95,18 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
         passes = []
         try:
             for _ in range(2):
-                batches, seconds, first_batch_s, complete = _timed_pass(tuned, limit_s)
-                _diagnose_batches(batches, expected, complete, slow_loader.batch_size)
-                passes.append((sum(batch_size_of(b) for b in batches) / seconds, seconds, first_batch_s))
-                if not complete:
+                # timed_pass: stopped after limit_s; a DataLoader timeout ends it like the limit
+                run = timed_pass(tuned, seconds=limit_s, count_startup=True, keep=True, catch=True, kill=True)
+                if run.error is not None and "DataLoader timed out" not in str(run.error):
+                    raise run.error
+                _diagnose_batches(run.values, expected, run.finished, slow_loader.batch_size)
+                passes.append((run.samples / run.seconds, run.seconds, run.first_batch_s))
+                if not run.finished:
                     break  # too slow already, and a new pass would start workers again
         finally:
             # persistent_workers keeps the workers in tuned._iterator between passes; the
             # checker owns the tuned loader, so it shuts them down to leave no process behind.
-            _stop_workers(getattr(tuned, "_iterator", None), kill=False)
+            stop_workers(getattr(tuned, "_iterator", None))
             tuned._iterator = None
     rate, seconds, first_batch_s = max(passes)
     speedup = rate / base
