@@ -4,14 +4,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.loaderlab-installed
 
-.PHONY: setup lab test test-spawn unit notebooks execute labs lint soak html clean
+.PHONY: setup lab test test-spawn unit notebooks execute labs lint soak html clean preflight wheelhouse
 
-# Create the virtual environment, install pinned requirements and the package, register the
-# Jupyter kernel and warm matplotlib's font cache. Re-runs when the requirements change.
-$(STAMP): requirements.txt pyproject.toml
+# Create the virtual environment, install pinned requirements and the package (tools/install.py:
+# on Linux torch's CPU build from PyTorch's CPU index when it answers, else the default index;
+# TORCH_INDEX=URL or TORCH_INDEX=default overrides; OFFLINE=1 installs from wheelhouse/ only),
+# the classroom JupyterLab settings (jupyter/), register the Jupyter kernel and warm
+# matplotlib's font cache. Re-runs when the requirements change.
+$(STAMP): requirements.txt pyproject.toml tools/install.py jupyter/overrides.json jupyter/jupyter_server_config.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
+	$(PY) tools/install.py setup $(if $(filter 1,$(OFFLINE)),--offline)
 	$(PY) -m ipykernel install --sys-prefix --name loaderlab --display-name "Python (loaderlab)" >/dev/null
 	$(PY) -c "import matplotlib.pyplot"
 	touch $@
@@ -20,6 +22,15 @@ setup: $(STAMP)
 
 lab: setup
 	MPLBACKEND= $(PY) tools/lab_server.py
+
+# Is this machine ready for the course? One line per check, each failure with its fix (< 1 min).
+preflight: setup
+	$(PY) -m loaderlab preflight
+
+# Every wheel the course needs, once, into wheelhouse/ (copy it to a USB stick; a student's
+# `make lab OFFLINE=1` installs from it). Same OS, CPU type and Python version as the students.
+wheelhouse: setup
+	$(PY) tools/install.py wheelhouse
 
 # Stored outputs are recorded on Linux with Python 3.11 and compared there. Elsewhere (macOS,
 # Windows, another Python) the notebooks run, errors and failed assertions fail, and outputs
