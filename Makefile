@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.loaderlab-installed
 
-.PHONY: setup lab test test-spawn unit notebooks execute labs lint soak html clean preflight wheelhouse
+.PHONY: setup lab test test-spawn unit notebooks execute labs lint soak html clean preflight wheelhouse student
 
 # Create the virtual environment, install pinned requirements and the package (tools/install.py:
 # on Linux torch's CPU build from PyTorch's CPU index when it answers, else the default index;
@@ -66,6 +66,10 @@ execute: setup
 
 labs: setup
 	$(PY) tools/make_labs.py
+
+# The course for students as build/loaderlab-student.zip: no solutions/, docs/answers.md, tests/.
+student:
+	$(PYTHON) tools/make_student.py
 
 # Static site of the executed course under site/ (no re-execution; reads offline).
 html: setup
