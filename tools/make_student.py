@@ -35,9 +35,12 @@ def course_files() -> list[str]:
                                 cwd=ROOT, capture_output=True, check=True, text=True).stdout.split("\0")
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: every file but the usual junk
         listed = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file()]
-    return sorted({name for name in listed if name and (ROOT / name).is_file()
-                   and not NOT_FILES.search(name)
-                   and not any(name == x or name.startswith(x) for x in LEFT_OUT)})
+    return sorted(name for name in set(listed) if name and keep(name) and (ROOT / name).is_file())
+
+
+def keep(name: str) -> bool:
+    """Return whether the course file ``name`` (relative, POSIX) goes to students."""
+    return not NOT_FILES.search(name) and not any(name == x or name.startswith(x) for x in LEFT_OUT)
 
 
 def problems(files: list[str]) -> list[str]:
