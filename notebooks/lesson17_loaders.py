@@ -1,9 +1,11 @@
 """Lesson 17, section 3: the course's broken loaders and their fixes, as functions that build them.
 
-The doctor's tests and its command line (section 5) build them too. BROKEN and FIXED name the
-finding each one is about.
+The doctor's tests and its command line (section 5) build them too. CATALOGUE maps each broken
+loader to the finding the doctor must report, its fixed counterpart (no warning, no error) and
+the command-line options both are probed with.
 """
 
+import torch
 from lesson17 import HeldRng
 from lesson17_b import reseed_worker
 from lesson17_c import GlobalDraws, InheritedNumpyState, seed_globals
@@ -18,7 +20,20 @@ from lesson17_d import (
     collate,
     make_rows,
 )
-from torch.utils.data import DataLoader, DistributedSampler, default_collate
+from lesson17_e import (
+    BlockShardedStream,
+    FillsCache,
+    Images,
+    Labelled,
+    LazyRecords,
+    Records,
+    Tokens,
+    UnpaddedShard,
+    class_weights,
+    pad_collate,
+    seed_from_worker_id,
+)
+from torch.utils.data import DataLoader, DistributedSampler, WeightedRandomSampler, default_collate
 
 
 def broken_last_batch_of_one() -> DataLoader:  # notebook 02: 65 = 8 x 8 + 1
@@ -99,25 +114,115 @@ def fixed_collate() -> DataLoader:
     return DataLoader(Samples(32), batch_size=8, collate_fn=collate)
 
 
-BROKEN = {  # loader -> the finding the doctor must report
-    "broken_last_batch_of_one": "batch.last_size_1",
-    "broken_too_few_workers": "speed.more_workers",
-    "broken_cow_table": "memory.python_container",
-    "broken_held_rng": "random.duplicate_across_workers",
-    "broken_globals_reseeded_only": "random.duplicate_across_workers",
-    "broken_inherited_numpy": "random.duplicate_across_workers",
-    "broken_stale_epoch": "persistent.stale_state",
-    "broken_distributed_order": "distributed.no_set_epoch",
-    "broken_unsharded_stream": "iterable.duplicates",
-    "broken_partial_batches": "iterable.partial_batches",
-    "broken_lambda_collate": "pickle.fails",
+def broken_seeded_from_worker_id() -> DataLoader:  # notebook 07: the same draws every epoch
+    return DataLoader(HeldRng(32), batch_size=4, num_workers=2, worker_init_fn=seed_from_worker_id)
+
+
+def fixed_global_draws() -> DataLoader:  # torch reseeds the globals; claim C15's fix keeps it so
+    return DataLoader(GlobalDraws(32), batch_size=4, num_workers=2, worker_init_fn=seed_globals)
+
+
+def fixed_distributed_order() -> DataLoader:  # the same loader: the fix, set_epoch, is in the loop
+    return broken_distributed_order()
+
+
+def fixed_partial_batches() -> DataLoader:  # blocks of 8 per worker: one partial batch (4) in all
+    return DataLoader(BlockShardedStream(60, block=8), batch_size=8, num_workers=2)
+
+
+def broken_stream_drop_last() -> DataLoader:  # notebook 11 §4: 12 items per worker, 4 each dropped
+    return DataLoader(ShardedStream(24), batch_size=8, num_workers=2, drop_last=True)
+
+
+def fixed_stream_drop_last() -> DataLoader:  # blocks of 8: 16 + 8 items, full batches only
+    return DataLoader(BlockShardedStream(24, block=8), batch_size=8, num_workers=2)
+
+
+def broken_variable_length() -> DataLoader:  # notebook 05: default_collate cannot stack
+    return DataLoader(Tokens(32), batch_size=8)
+
+
+def fixed_variable_length() -> DataLoader:
+    return DataLoader(Tokens(32), batch_size=8, collate_fn=pad_collate)
+
+
+def broken_open_file() -> DataLoader:  # notebook 08: forked workers share the file's offset
+    return DataLoader(Records(64), batch_size=8, num_workers=2)
+
+
+def fixed_open_file() -> DataLoader:
+    return DataLoader(LazyRecords(64), batch_size=8, num_workers=2)
+
+
+def broken_distributed_padding() -> DataLoader:  # notebook 10: 10 samples on 4 ranks, 2 repeats
+    dataset = Samples(10)
+    sampler = DistributedSampler(dataset, num_replicas=4, rank=0, shuffle=False)
+    return DataLoader(dataset, batch_size=4, sampler=sampler)
+
+
+def broken_distributed_drop_last() -> DataLoader:  # notebook 10: 10 samples on 4 ranks, 2 dropped
+    dataset = Samples(10)
+    sampler = DistributedSampler(dataset, num_replicas=4, rank=0, shuffle=False, drop_last=True)
+    return DataLoader(dataset, batch_size=4, sampler=sampler)
+
+
+def fixed_distributed_shard() -> DataLoader:  # evaluation: every sample once, on one rank
+    dataset = Samples(10)
+    return DataLoader(dataset, batch_size=4, sampler=UnpaddedShard(dataset, num_replicas=4, rank=0))
+
+
+def broken_shm() -> DataLoader:  # notebook 15: 12 MB float32 batches x 2 prefetched x 2 workers
+    return DataLoader(Images(64), batch_size=64, num_workers=2)
+
+
+def fixed_shm() -> DataLoader:  # uint8 across processes, converted after the transfer: 4x smaller
+    return DataLoader(Images(64, dtype=torch.uint8), batch_size=64, num_workers=2)
+
+
+def broken_weighted_mix() -> DataLoader:  # notebook 09: weights that grow with the class count
+    dataset = Labelled(100)
+    sampler = WeightedRandomSampler(class_weights(dataset.targets, power=1), num_samples=100)
+    return DataLoader(dataset, batch_size=10, sampler=sampler)
+
+
+def fixed_weighted_mix() -> DataLoader:  # inverse class frequency: half and half
+    dataset = Labelled(100)
+    sampler = WeightedRandomSampler(class_weights(dataset.targets, power=-1), num_samples=100)
+    return DataLoader(dataset, batch_size=10, sampler=sampler)
+
+
+def broken_worker_cache() -> DataLoader:  # notebook 04: each worker keeps 4 MB per sample it loads
+    return DataLoader(FillsCache(64), batch_size=1, num_workers=2)
+
+
+def fixed_worker_cache() -> DataLoader:
+    return DataLoader(FillsCache(64, keep=False), batch_size=1, num_workers=2)
+
+
+NO_SPEED = ["--probes", "pickling,collate,stream,batches,random,persistent,samplers,containers"]
+SPEED = ["--probes", "speed"]
+HOOK = ["--between-epochs", "lesson17_loaders:set_sampler_epoch"]
+CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both, extra options for the fix)
+    "broken_last_batch_of_one": ("batch.last_size_1", "fixed_last_batch_of_one", NO_SPEED, []),
+    "broken_too_few_workers": ("speed.more_workers", "fixed_too_few_workers", SPEED, []),
+    "broken_cow_table": ("memory.python_container", "fixed_cow_table", NO_SPEED, []),
+    "broken_worker_cache": ("memory.worker_growth", "fixed_worker_cache", [*SPEED, "--workers", "0,2"], []),
+    "broken_held_rng": ("random.duplicate_across_workers", "fixed_held_rng", NO_SPEED, []),
+    "broken_globals_reseeded_only": ("random.duplicate_across_workers", "fixed_held_rng", NO_SPEED, []),
+    "broken_inherited_numpy": ("random.duplicate_across_workers", "fixed_global_draws", NO_SPEED, []),
+    "broken_seeded_from_worker_id": ("random.repeats_across_epochs", "fixed_held_rng", NO_SPEED, []),
+    "broken_stale_epoch": ("persistent.stale_state", "fixed_stale_epoch", NO_SPEED, []),
+    "broken_distributed_order": ("distributed.no_set_epoch", "fixed_distributed_order", NO_SPEED, HOOK),
+    "broken_distributed_padding": ("distributed.padding", "fixed_distributed_shard", NO_SPEED, []),
+    "broken_distributed_drop_last": ("distributed.drops", "fixed_distributed_shard", NO_SPEED, []),
+    "broken_weighted_mix": ("sampler.weighted_mix", "fixed_weighted_mix", NO_SPEED, []),
+    "broken_unsharded_stream": ("iterable.duplicates", "fixed_sharded_stream", NO_SPEED, []),
+    "broken_partial_batches": ("iterable.partial_batches", "fixed_partial_batches", NO_SPEED, []),
+    "broken_stream_drop_last": ("iterable.lost_items", "fixed_stream_drop_last", NO_SPEED, []),
+    "broken_variable_length": ("collate.variable_length", "fixed_variable_length", NO_SPEED, []),
+    "broken_open_file": ("dataset.open_file", "fixed_open_file", NO_SPEED, []),
+    "broken_shm": ("memory.shm_too_small", "fixed_shm", [*NO_SPEED, "--shm-mb", "32"], []),
+    "broken_lambda_collate": ("pickle.fails", "fixed_collate", NO_SPEED, []),
 }
-FIXED = {  # loader -> the finding it fixes, which the doctor must no longer report
-    "fixed_last_batch_of_one": "batch.last_size_1",
-    "fixed_too_few_workers": "speed.more_workers",
-    "fixed_cow_table": "memory.python_container",
-    "fixed_held_rng": "random.duplicate_across_workers",
-    "fixed_stale_epoch": "persistent.stale_state",
-    "fixed_sharded_stream": "iterable.duplicates",
-    "fixed_collate": "pickle.fails",
-}
+BROKEN = {broken: code for broken, (code, *_) in CATALOGUE.items()}  # loader -> the finding it must get
+FIXED = {fixed: code for code, fixed, *_ in CATALOGUE.values()}  # loader -> a finding it must not get

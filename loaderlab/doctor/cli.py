@@ -1,6 +1,6 @@
-"""``python -m loaderlab doctor my_module:make_loader``: the doctor's command line.
+"""``python -m loaderlab doctor my_module:make_loader [--json]``: the doctor's command line.
 
-Exit status: 0 when no finding reaches ``--fail-on`` (default ``error``), 1 when one does,
+``--json`` prints the report as JSON (shape: ``loaderlab.doctor.report.JSON_SHAPE``). Exit status: 0 when no finding reaches ``--fail-on`` (default ``error``), 1 when one does,
 2 for a usage error (bad module path, a factory that is not callable or returns no DataLoader).
 """
 
@@ -44,6 +44,14 @@ def resolve(target: str) -> Any:
     return obj
 
 
+def load_hook(target: str) -> Any:
+    """Return the ``between_epochs(loader, epoch)`` function named by ``module:function``."""
+    hook = resolve(target)
+    if not callable(hook):
+        raise UsageError(f"--between-epochs {target} is a {type(hook).__name__}, not a function")
+    return hook
+
+
 def load_loader(target: str) -> Any:
     """Return the DataLoader named by ``target``: a DataLoader object, or a factory called with
     no argument. Raises ``UsageError`` when it is neither or the factory returns something else."""
@@ -79,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     doc.add_argument("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
     doc.add_argument("--workers", default="0,2,4", help="num_workers values to compare with yours (default 0,2,4)")
     doc.add_argument("--step", type=float, default=0.0, help="seconds of your training step per batch (default 0)")
+    doc.add_argument("--probes", help="comma-separated probes to run (default: all)")
+    doc.add_argument("--between-epochs", help="module:function(loader, epoch) your loop calls between epochs")
+    doc.add_argument("--shm-mb", type=float, help="MB of /dev/shm where the loader will run (default: this machine's)")
+    doc.add_argument("--json", action="store_true", help="print the report as JSON (for CI)")
     doc.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     return doc
 
@@ -87,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``doctor`` with ``argv`` (after the command name); return the exit status
     (0 clean, 1 findings, 2 usage error)."""
     args = _parser().parse_args(argv)
-    from loaderlab.doctor import doctor
+    from loaderlab.doctor import PROBES, doctor
     from loaderlab.env import apply_start_method
 
     apply_start_method()
@@ -98,15 +110,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
         if args.time_budget <= 0 or args.max_batches <= 0 or args.step < 0 or not workers or min(workers) < 0:
             raise UsageError("--time-budget and --max-batches must be > 0, --step and --workers >= 0")
+        probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]
+        if not probes or set(probes) - set(PROBES):
+            raise UsageError(f"--probes must be a comma-separated list drawn from {', '.join(PROBES)}")
+        if args.shm_mb is not None and args.shm_mb <= 0:
+            raise UsageError("--shm-mb must be > 0")
+        hook = load_hook(args.between_epochs) if args.between_epochs else None
         loader = load_loader(args.target)
     except UsageError as exc:
         print(f"loaderlab doctor: {exc}", file=sys.stderr)
         return USAGE_ERROR
     report = doctor(
         loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers,
-        step_s=args.step, progress=not args.no_progress,
+        step_s=args.step, progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
+        shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
     )
-    print(report)
+    print(report.to_json() if args.json else report)
     return FOUND if report.at_least(args.fail_on) else CLEAN
 
 

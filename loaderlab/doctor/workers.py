@@ -1,4 +1,5 @@
-"""What the doctor runs inside DataLoader workers: probe wrappers, sample fingerprints, timed passes.
+"""What the doctor runs inside DataLoader workers: probe wrappers, sample fingerprints, timed passes,
+and the copies of the user's objects that every probe works on.
 
 The wrappers live in the package (not in the caller's module) so that workers started with
 ``spawn`` or ``forkserver`` can unpickle them. Attribute reads and writes on a wrapper go to the
@@ -8,7 +9,10 @@ reaches the user's dataset.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import io
+import pickle
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -208,6 +212,17 @@ class Pass:
             return None
         return sum(self.sizes[skip:]) / sum(self.waits_s[skip:])
 
+    def stretch_rates(self, stretches: int = 3, least: int = 3) -> list[float]:
+        """Return samples/s over ``stretches`` consecutive stretches of the steady pass (a repeat
+        of the measurement each), or [] when a stretch would hold fewer than ``least`` batches."""
+        skip = max(1, self.num_workers)
+        sizes, waits = self.sizes[skip:], self.waits_s[skip:]
+        each = len(sizes) // stretches
+        if each < least:
+            return []
+        cut = [slice(i * each, (i + 1) * each) for i in range(stretches)]
+        return [sum(sizes[c]) / max(sum(waits[c]), 1e-9) for c in cut]
+
 
 def timed_pass(
     loader: DataLoader,
@@ -220,9 +235,8 @@ def timed_pass(
     ``max_batches`` batches or ``seconds`` after the first batch arrived (worker start-up is
     not counted against the pass, so a slow ``spawn`` start still leaves time to measure).
 
-    Unlike ``loaderlab.measure.throughput`` it stops on time; the workers are shut down even
-    when the pass is cut short. ``on_batch(n)`` is called after the n-th batch, outside the
-    timed wait (e.g. to read the workers' memory while they are alive).
+    The workers are shut down even when the pass is cut short. ``on_batch(n)`` is called after
+    the n-th batch, outside the timed wait (e.g. to read the workers' memory while they are alive).
     """
     result = Pass(loader.num_workers)
     start = time.perf_counter()
@@ -249,3 +263,32 @@ def timed_pass(
         del iterator
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _share(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.share_memory_()
+
+
+class _CopyPickler(pickle.Pickler):
+    """Pickles like ``pickle.dumps`` but keeps shared-memory tensors shared in the copy (a
+    dataset that hands epochs to its workers through one must behave the same on the copy)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor) and obj.is_shared() and not obj.is_cuda:
+            return _share, (obj.detach().clone(),)
+        return NotImplemented
+
+
+def copied(objects: Any) -> tuple[Any, str | None]:
+    """Return ``(copy of objects, None)`` made by pickling them together (shared references stay
+    shared, generators keep their state), by ``copy.deepcopy`` when pickling fails, or
+    ``(None, reason)`` when neither works. Probes fetch samples from the copy only."""
+    buffer = io.BytesIO()
+    try:
+        _CopyPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(objects)
+        return pickle.loads(buffer.getvalue()), None
+    except Exception as exc:  # noqa: BLE001 - fall back to deepcopy, then give the reason
+        try:
+            return copy.deepcopy(objects), None
+        except Exception:  # noqa: BLE001
+            return None, f"cannot be copied: {type(exc).__name__}: {exc}"

@@ -1,0 +1,605 @@
+"""The doctor's probes: each looks for one pitfall's signature on copies of the user's loader.
+
+``Doctor.why_not(probe)`` is the one place that decides whether a probe applies to a loader (and
+if not, whether that is "nothing to look at" or "could not look"). Every probe that fetches
+samples works on ``Doctor.work``: a loader over pickled copies of the dataset, sampler and
+generator (``workers.copied``), so the user's objects are never advanced or changed.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import multiprocessing
+import os
+import pickle
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset
+from torch.utils.data.distributed import DistributedSampler
+from torch.utils.data.sampler import WeightedRandomSampler
+
+from loaderlab.checks.report import one_line
+from loaderlab.doctor import workers as wk
+from loaderlab.doctor.findings import Finding, finding
+from loaderlab.loaders import rebuild, stop_workers
+from loaderlab.measure import WorkerMemorySampler, live_workers
+
+MB = 1024 * 1024
+MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
+STARTS_WORKERS = ("stream", "random", "persistent", "speed")
+NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run even when the budget is spent
+
+
+class Budget:
+    """Seconds left of the doctor's time budget."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.perf_counter() + seconds
+
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+
+def samplers_of(loader: DataLoader) -> list[Any]:
+    """Return the loader's sampler, batch sampler and the batch sampler's sampler (those set)."""
+    found = [loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None)]
+    return [s for s in found if s is not None]
+
+
+def start_method(loader: DataLoader) -> str:
+    ctx = loader.multiprocessing_context
+    if ctx is None:
+        return multiprocessing.get_start_method(allow_none=False)
+    return ctx if isinstance(ctx, str) else ctx.get_start_method()
+
+
+class _MainModuleFinder(pickle.Pickler):
+    """A pickler into a byte counter that notes every class or function defined in ``__main__``."""
+
+    def __init__(self) -> None:
+        self.out = io.BytesIO()
+        super().__init__(self.out, protocol=pickle.DEFAULT_PROTOCOL)
+        self.in_main: set[str] = set()
+
+    def persistent_id(self, obj: Any) -> None:
+        kind = obj if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__") else type(obj)
+        if getattr(kind, "__module__", None) == "__main__":
+            self.in_main.add(getattr(kind, "__qualname__", type(kind).__qualname__))
+
+
+def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int] | None, **overrides: Any) -> DataLoader:
+    """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
+    kwargs: dict[str, Any] = dict(dataset=dataset, batch_size=None, batch_sampler=None, collate_fn=wk.identity,
+                                  sampler=list(indices) if indices is not None else None)
+    if indices is None:
+        kwargs["drop_last"] = False
+    return rebuild(loader, **{**kwargs, **overrides})
+
+
+def _open_resources(dataset: Any) -> list[str]:
+    """Return the names of open files and sockets held by the dataset (or a dataset it wraps)."""
+    found = []
+    for prefix, ds in [("dataset", dataset), ("dataset.dataset", getattr(dataset, "dataset", None))]:
+        for name, value in (getattr(ds, "__dict__", None) or {}).items():
+            if isinstance(value, io.IOBase) and not value.closed:
+                found.append(f"file {prefix}.{name} ({getattr(value, 'name', '?')})")
+            elif isinstance(value, socket.socket) and value.fileno() >= 0:
+                found.append(f"socket {prefix}.{name}")
+    return found
+
+
+def _tensors(obj: Any) -> list[Any]:
+    """Return the tensors and arrays in a sample or batch, in a fixed order."""
+    if isinstance(obj, (torch.Tensor, np.ndarray)):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for k in sorted(obj, key=repr) for t in _tensors(obj[k])]
+    if isinstance(obj, (list, tuple)):
+        return [t for item in obj for t in _tensors(item)]
+    return []
+
+
+def _container_mb(value: Any) -> float | None:
+    """Return the estimated size (MB) of a large Python container, or None if it is not one."""
+    if isinstance(value, np.ndarray):
+        if value.dtype != object or value.size < 10_000:
+            return None
+        items: Any = value.reshape(-1)
+    elif isinstance(value, (list, tuple, dict, set)) and len(value) >= 10_000:
+        items = value
+    else:
+        return None
+    size, step = len(items), max(1, len(items) // 64)
+    if isinstance(items, dict):
+        each = [sys.getsizeof(k) + sys.getsizeof(items[k]) for k in list(items)[::step][:64]]
+    elif isinstance(items, set):
+        each = [sys.getsizeof(x) for x, _ in zip(items, range(64), strict=False)]
+    else:
+        each = [sys.getsizeof(items[i]) for i in range(0, size, step)][:64]
+    mb = (sys.getsizeof(value) + size * (sum(each) / len(each))) / MB
+    return mb if mb >= 4 else None
+
+
+def _common(position_sets: list[set[int] | None]) -> tuple[int, int]:
+    """Return (how many random positions were equal in every compared pair, pairs compared)."""
+    sets = [p for p in position_sets if p is not None]
+    return (len(set.intersection(*sets)), len(sets)) if sets else (0, 0)
+
+
+def growth_after_start(sampler: WorkerMemorySampler, before: set[int], start: int | None) -> dict[int, float]:
+    """Return each new worker's USS growth (MB): its peak minus its first reading taken from
+    record ``start`` on (once every worker had delivered a batch); {} without 2 readings."""
+    if start is None:
+        return {}
+    readings: dict[int, list[float]] = {}
+    for r in sampler.records[start:]:
+        if r.role == "worker" and r.pid not in before:
+            readings.setdefault(r.pid, []).append(r.uss_mb)
+    return {pid: max(v) - v[0] for pid, v in readings.items() if len(v) >= 2}
+
+
+class Doctor:
+    """The probes of one ``doctor(...)`` call; ``work`` is the loader over the copies (or None)."""
+
+    def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget: Budget,
+                 max_batches: int, workers: Sequence[int], step_s: float,
+                 between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
+        self.loader, self.work, self.copy_problem, self.budget = loader, work, copy_problem, budget
+        self.max_batches, self.workers, self.step_s, self.between_epochs = max_batches, workers, step_s, between_epochs
+        self.shm_bytes = shm_bytes
+        self.dataset = work.dataset if work is not None else None  # the copy: the only dataset probes fetch from
+        self.iterable = isinstance(loader.dataset, IterableDataset)
+        self.method = start_method(loader)
+        self.findings: list[Finding] = []
+        self.figures: dict[str, dict[str, Any]] = {}
+        self.workers_ok = True  # False once pickling fails under spawn/forkserver
+        self.batches_ok = True  # False once a batch cannot be collated
+        self.stream_duplicates = False
+        self.startup_s = 0.0  # longest wait seen for a first item from new workers
+        self.memory_workers = 0
+
+    def add(self, code: str, severity: str | None = None, **figures: Any) -> None:
+        self.findings.append(finding(code, severity, **figures))
+
+    def started(self, seconds: float) -> None:
+        """Note how long new workers took to deliver their first item (start-up included)."""
+        self.startup_s = max(self.startup_s, seconds)
+
+    def _len(self) -> int | None:
+        try:
+            return len(self.loader.dataset)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+
+    def why_not(self, probe: str) -> tuple[str, str] | None:
+        """Return None when ``probe`` runs now, else ("n/a", why: nothing to look at) or
+        ("skipped", why: something to look at that could not be probed). The one place that decides."""
+        loader, kinds = self.loader, {type(s) for s in samplers_of(self.loader)}
+        not_applicable = {
+            "stream": not self.iterable and "not an IterableDataset",
+            "batches": self.iterable and "an IterableDataset (the stream probe counts its batches)",
+            "random": (self.iterable or not self._len()) and "no indexable samples",
+            "persistent": (self.iterable or not (loader.persistent_workers and loader.num_workers)
+                           or not self._len()) and "no persistent workers over indexable samples",
+            "samplers": not any(issubclass(k, (DistributedSampler, WeightedRandomSampler)) for k in kinds)
+            and "no DistributedSampler or WeightedRandomSampler",
+            "collate": (loader.batch_size is None or not self.iterable and not self._len()) and "no automatic batching",
+        }.get(probe)
+        if not_applicable:
+            return "n/a", not_applicable
+        if self.work is None and probe not in ("pickling", "containers"):
+            return "skipped", f"the dataset {self.copy_problem}"
+        if not self.workers_ok and probe in STARTS_WORKERS:
+            return "skipped", "workers cannot start"
+        if not self.batches_ok and probe in ("stream", "speed"):
+            return "skipped", "batches cannot be collated"
+        if self.budget.left() <= 0 and probe not in NO_WORKERS:
+            return "skipped", "time budget spent"
+        if probe in ("stream", "random", "persistent") and self.budget.left() <= self.startup_s:
+            return "skipped", f"time budget too short for another worker start-up ({self.startup_s:.1f} s)"
+        return None
+
+    def _hook(self, loader: DataLoader, epoch: int) -> None:
+        if self.between_epochs is not None:
+            self.between_epochs(loader, epoch)
+
+    # -- pickling and open files (the user's objects, read only) ----------------------------
+    def pickling(self) -> None:
+        loader = self.loader
+        parts = {"dataset": loader.dataset, "collate_fn": loader.collate_fn, "worker_init_fn": loader.worker_init_fn}
+        sizes, failed, in_main = {}, {}, set()
+        for name, obj in parts.items():
+            if obj is None:
+                continue
+            finder = _MainModuleFinder()
+            try:
+                finder.dump(obj)
+                sizes[name] = finder.out.tell()
+            except Exception as exc:  # noqa: BLE001 - any pickling error is the finding
+                failed[name] = one_line(exc)
+            in_main |= finder.in_main
+        self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3), "failed": sorted(failed)}
+        uses_workers, fresh = loader.num_workers > 0, self.method in ("spawn", "forkserver")
+        opened = _open_resources(loader.dataset)
+        if opened:
+            self.add("dataset.open_file", None if uses_workers else "warning", names=", ".join(opened))
+        if failed:
+            self.workers_ok = not (fresh and uses_workers)
+            when = (f"this loader starts its workers with {self.method}, so iter(loader) fails" if not self.workers_ok
+                    else "workers started with spawn (macOS, Windows) or forkserver will fail")
+            self.add("pickle.fails", None if not self.workers_ok else "warning",
+                     what=", ".join(f"{k} ({v})" for k, v in failed.items()), when=when, failed=sorted(failed))
+        if in_main:
+            self.add("pickle.main_module", names=", ".join(sorted(in_main)), classes=sorted(in_main))
+
+    # -- one batch: can it be collated, and does it fit /dev/shm ------------------------------
+    def collate(self) -> None:
+        loader, ds = self.loader, self.dataset
+        bs = loader.batch_size
+        m = min(bs, 16)
+        if self.iterable:
+            samples = list(itertools.islice(iter(ds), m))
+        else:
+            n = self._len()
+            samples = [ds[(j * n) // min(n, m)] for j in range(min(n, m))]
+        try:
+            batch = loader.collate_fn(samples)
+        except Exception as exc:
+            shapes = sorted({tuple(t.shape) for s in samples for t in _tensors(s)[:1]})
+            if len(shapes) < 2:
+                raise
+            self.batches_ok = False
+            self.add("collate.variable_length", count=len(samples), shapes=", ".join(map(str, shapes[:4])),
+                     error=one_line(exc)[:80])
+            return
+        batch_mb = sum(t.nbytes for t in _tensors(batch)) / MB * bs / max(1, len(samples))
+        workers, prefetch = loader.num_workers, loader.prefetch_factor or 2
+        shm = self.shm_bytes
+        if shm is None and os.path.isdir("/dev/shm"):
+            st = os.statvfs("/dev/shm")
+            shm = st.f_bavail * st.f_frsize
+        need_mb = batch_mb * prefetch * workers
+        self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb": round(need_mb, 1),
+                                   "shm_mb": round(shm / MB, 1) if shm is not None else None}
+        if shm is not None and workers and need_mb * MB > shm:
+            self.add("memory.shm_too_small", batch_mb=round(batch_mb, 1), workers=workers, prefetch=prefetch,
+                     need_mb=round(need_mb), shm_mb=round(shm / MB))
+
+    # -- map-style batch sizes -------------------------------------------------------------
+    def batches(self) -> None:
+        bs = self.work.batch_sampler if self.work is not None else None
+        if bs is None:
+            return
+        if type(bs) is BatchSampler:
+            n, size = len(bs.sampler), bs.batch_size  # type: ignore[arg-type]
+            ones = 1 if (n % size == 1 and not bs.drop_last and size > 1) else 0
+            total = len(bs)
+        else:  # a custom batch sampler (the copy): count what one epoch yields
+            sizes = [len(b) for b in itertools.islice(iter(bs), 100_000)]
+            ones = sum(s == 1 for s in sizes) if max(sizes, default=0) > 1 else 0
+            total, n, size = len(sizes), sum(sizes), max(sizes, default=0)
+        self.figures["batches"] = {"batches": total, "samples": n, "batch_size": size, "batches_of_1": ones}
+        if ones:
+            self.add("batch.last_size_1", samples=n, batch_size=size)
+
+    # -- streams: items an epoch delivers against items the stream holds ------------------------
+    def stream(self) -> None:
+        loader, share = self.loader, max(1.0, self.budget.left() / 3)
+        held: Counter[str] = Counter()
+        deadline = time.perf_counter() + share
+        for item in self.dataset:  # in this process: the whole stream, as get_worker_info() is None here
+            held[wk.fingerprint(item)] += 1
+            if time.perf_counter() > deadline or sum(held.values()) >= 100_000:
+                self.figures["stream"] = {"counted": False, "held_at_least": sum(held.values())}
+                return
+        probe = rebuild(self.work, dataset=wk.ProbeIterable(self.dataset), collate_fn=wk.identity, persistent_workers=False)
+        delivered: Counter[str] = Counter()
+        sizes: list[int] = []
+        t0 = time.perf_counter()
+        iterator = iter(probe)
+        try:
+            for batch in iterator:
+                if not sizes and loader.num_workers:
+                    self.started(time.perf_counter() - t0)
+                items = batch if loader.batch_size is not None else [batch]
+                sizes.append(len(items))
+                delivered.update(fp for _worker, fp in items)
+                if time.perf_counter() > t0 + self.startup_s + share:
+                    self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
+                    return
+        finally:
+            stop_workers(iterator)
+            del iterator
+        n_held, n_delivered = sum(held.values()), sum(delivered.values())
+        extra = sum(max(0, c - held[fp]) for fp, c in delivered.items() if fp in held)
+        lost = max(0, n_held - (n_delivered - extra))
+        partial = sorted(s for s in sizes if loader.batch_size and s < loader.batch_size)
+        workers = max(1, loader.num_workers)
+        self.figures["stream"] = {"counted": True, "held": n_held, "delivered": n_delivered, "duplicated": extra,
+                                  "lost": lost, "batches": len(sizes), "partial_batches": partial}
+        if extra:
+            self.stream_duplicates = True
+            self.add("iterable.duplicates", delivered=n_delivered, held=n_held, extra=extra, workers=workers)
+        if lost:
+            why = (f"drop_last=True drops the partial batch of each of the {workers} worker(s)" if loader.drop_last
+                   else "the workers' shards leave them out")
+            self.add("iterable.lost_items", delivered=n_delivered - extra, held=n_held, lost=lost, why=why)
+        elif len(partial) > 1:
+            self.add("iterable.partial_batches", count=len(partial), sizes=partial, workers=workers,
+                     would_lose=sum(partial))
+
+    # -- random draws ------------------------------------------------------------------------
+    def random(self) -> None:
+        n, ds = self._len(), self.dataset
+        k = min(12, n)
+        indices = sorted({(j * n) // k for j in range(k)})
+        masks = {}
+        for i in indices:
+            mask = wk.random_part(ds[i], ds[i])
+            if mask is not None and any(m.any() if isinstance(m, np.ndarray) else m for m in mask):
+                masks[i] = mask
+        self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
+        if len(masks) * 2 < len(indices):
+            return  # the samples are (mostly) deterministic: nothing to compare
+        doubled = [i for i in masks for _ in range(2)]
+        nw = max(2, self.loader.num_workers)
+        wrapped = wk.ProbeDataset(ds, whole=True)
+        # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
+        loaders = [_probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False, in_order=True)]
+        # Epoch 2 needs fresh workers, but only one: worker 0 fetching what it fetched in epoch 1
+        # draws the same values exactly when every epoch's workers start from the same state.
+        # Persistent workers continue their generators: no second epoch to compare. Without a
+        # between_epochs hook nothing changes between the epochs: epoch 2's worker starts at once.
+        if not self.loader.persistent_workers:
+            loaders.append(_probe_loader(self.work, wrapped, doubled[::nw], num_workers=1, persistent_workers=False))
+        together = self.between_epochs is None
+        epochs: list[dict[tuple[int, int], Any]] = []
+        iterators: dict[int, Any] = {}
+        try:
+            t0 = time.perf_counter()
+            if together:
+                iterators = {epoch: iter(probe) for epoch, probe in enumerate(loaders)}
+            for epoch, probe in enumerate(loaders):
+                if not together:
+                    if epoch and self.budget.left() <= self.startup_s:
+                        break
+                    t0 = time.perf_counter()
+                    iterators[epoch] = iter(probe)
+                got = {}
+                for index, worker, sample, _ in iterators[epoch]:
+                    if not got and not (together and epoch):
+                        self.started(time.perf_counter() - t0)
+                    got[(index, worker)] = sample
+                stop_workers(iterators.pop(epoch))
+                epochs.append(got)
+                self._hook(probe, epoch + 1)
+        finally:
+            for iterator in iterators.values():
+                stop_workers(iterator)
+            iterators.clear()
+        first = epochs[0]
+        by_index: dict[int, list[Any]] = {}
+        for (index, _worker), sample in first.items():
+            by_index.setdefault(index, []).append(sample)
+        dup, pairs = _common([wk.equal_positions(masks[i], *v[:2]) for i, v in by_index.items() if len(v) >= 2])
+        self.figures["random"].update(index_pairs=pairs, values_repeated_across_workers=dup)
+        if pairs >= 3 and dup:
+            self.add("random.duplicate_across_workers", random=len(masks), indices=len(indices), values=dup, pairs=pairs)
+        if len(epochs) == 2:
+            common = [key for key in first if key in epochs[1]]
+            dup, compared = _common([wk.equal_positions(masks[key[0]], first[key], epochs[1][key]) for key in common])
+            self.figures["random"].update(compared_across_epochs=compared, values_repeated_across_epochs=dup)
+            if compared >= 3 and dup:
+                self.add("random.repeats_across_epochs", values=dup, compared=compared)
+
+    # -- persistent workers and stale state ----------------------------------------------------
+    def persistent(self) -> None:
+        ds, hook = self.dataset, self.between_epochs
+        if hook is None:
+            if callable(getattr(ds, "set_epoch", None)):
+                hook = lambda loader, epoch: ds.set_epoch(epoch)  # noqa: E731
+            elif isinstance(getattr(ds, "epoch", None), int):
+                hook = lambda loader, epoch: setattr(ds, "epoch", epoch)  # noqa: E731
+            else:
+                self.figures["persistent"] = {"checked": False}
+                return
+        indices = list(range(min(self._len(), 2 * self.loader.num_workers)))
+        probe = _probe_loader(self.work, wk.ProbeDataset(ds, with_state=True), indices)
+        try:
+            t0 = time.perf_counter()
+            list(probe)  # epoch 1: the workers start with the dataset as it is now
+            self.started(time.perf_counter() - t0)
+            before = wk.state_of(ds)
+            hook(probe, 1)
+            main_state = wk.state_of(ds)
+            changed = sorted(k for k in main_state if main_state[k] != before.get(k))
+            rows = list(probe)  # epoch 2: the same workers
+        finally:
+            if probe._iterator is not None:
+                stop_workers(probe._iterator)
+                probe._iterator = None
+        stale = sorted({k for *_, state in rows for k in changed if state and state.get(k) != main_state[k]})
+        self.figures["persistent"] = {"checked": True, "changed_in_main": changed, "stale_in_workers": stale}
+        if stale:
+            self.add("persistent.stale_state", stale=", ".join(stale), rows=len(rows), attributes=stale)
+
+    # -- samplers: DistributedSampler epochs, padding and drops; WeightedRandomSampler mix -------
+    def samplers(self) -> None:
+        found = samplers_of(self.work)
+        dist = next((s for s in found if isinstance(s, DistributedSampler)), None)
+        if dist is not None:
+            orders = []
+            for epoch in range(2):
+                orders.append(list(iter(dist)))
+                self._hook(self.work, epoch + 1)
+            same = orders[0] == orders[1]
+            n, replicas = len(dist.dataset), dist.num_replicas  # type: ignore[arg-type]
+            extra = dist.total_size - n
+            self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same, "indices": len(orders[0]),
+                                           "samples": n, "replicas": replicas, "padded": max(0, extra),
+                                           "dropped": max(0, -extra)}
+            if dist.shuffle and same and len(orders[0]) > 1:
+                self.add("distributed.no_set_epoch", indices=len(orders[0]))
+            if extra > 0:
+                self.add("distributed.padding", samples=n, replicas=replicas, repeats=extra, per_rank=dist.num_samples)
+            elif extra < 0:
+                self.add("distributed.drops", samples=n, replicas=replicas, dropped=-extra, per_rank=dist.num_samples)
+        weighted = next((s for s in found if isinstance(s, WeightedRandomSampler)), None)
+        if weighted is not None:
+            self._weighted_mix(weighted)
+
+    def _weighted_mix(self, sampler: WeightedRandomSampler) -> None:
+        weights = sampler.weights.double()
+        labels = next((getattr(self.dataset, a) for a in ("targets", "labels")
+                       if len(getattr(self.dataset, a, ()) or ()) == len(weights)), None)
+        if labels is None:
+            self.figures["weighted"] = {"labels": "not reachable (no dataset.targets or dataset.labels)"}
+            return
+        labels = [int(y) for y in (labels.tolist() if hasattr(labels, "tolist") else labels)]
+        classes = sorted(set(labels))
+        index = torch.tensor([classes.index(y) for y in labels])
+        mix = torch.zeros(len(classes), dtype=torch.float64).index_add_(0, index, weights) / weights.sum()
+        plain = torch.bincount(index, minlength=len(classes)).double() / len(labels)
+        share = {str(c): round(float(p), 3) for c, p in zip(classes, mix, strict=True)}
+        self.figures["weighted"] = {"expected_mix": share, "label_mix": {str(c): round(float(p), 3)
+                                                                         for c, p in zip(classes, plain, strict=True)}}
+        text = lambda ps: ", ".join(f"{c}: {float(p):.0%}" for c, p in zip(classes, ps, strict=True))  # noqa: E731
+        balanced = len(classes) < 2 or float(mix.max()) < 2 * float(mix.min())
+        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text(mix), plain=text(plain),
+                 expected_mix=share)
+
+    # -- large Python containers (attributes only, no fetch) ------------------------------------
+    def containers(self) -> None:
+        found = {}
+        ds = self.loader.dataset
+        for prefix, d in [("dataset", ds), ("dataset.dataset", getattr(ds, "dataset", None))]:
+            if d is None or prefix != "dataset" and not isinstance(d, Dataset):
+                continue
+            for name, value in getattr(d, "__dict__", {}).items():
+                mb = _container_mb(value)
+                if mb is not None:
+                    found[f"{prefix}.{name}"] = (len(value), mb)
+        self.figures["containers"] = {k: {"items": n, "mb": round(mb, 1)} for k, (n, mb) in found.items()}
+        for name, (n, mb) in found.items():
+            self.add("memory.python_container", "warning" if self.loader.num_workers else "info",
+                     name=name, items=n, mb=round(mb, 1))
+
+    # -- speed and worker memory ----------------------------------------------------------------
+    def speed(self) -> None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        user = self.loader.num_workers
+        if user > cores:
+            self.add("speed.workers_over_cores", workers=user, cores=cores)
+        counts = [user] if self.stream_duplicates else list(dict.fromkeys([user, *self.workers]))
+        if 0 in counts:  # 0 first: it starts no worker, and what a batch costs decides the rest
+            counts = [0, *(w for w in counts if w)]
+        passes: dict[int, wk.Pass] = {}
+        growth: dict[int, float] = {}
+        i = 0
+        while i < len(counts):
+            w = counts[i]
+            share = self.budget.left() / (len(counts) - i)
+            if passes and w != user and (share < 0.5 or (w > 0 and self.budget.left() <= self.startup_s)):
+                break  # your own setting is always measured
+            copy = rebuild(self.work, num_workers=w, persistent_workers=False)
+            self._timed(copy, w, share, passes, growth, counts)
+            if w and passes[w].waits_s:
+                self.started(passes[w].waits_s[0])
+            if w == 0:
+                counts = self._worth_a_pass(counts, passes[0])
+            i += 1
+        self._speed_findings(passes, growth, user)
+        self._fetch_costs()
+
+    def _worth_a_pass(self, counts: list[int], zero: wk.Pass) -> list[int]:
+        """Return the counts still worth a pass once 0 workers measured a batch's cost: more
+        workers than yours only when a batch costs ``MATERIAL_MS`` or more; one 2+ pass for memory."""
+        rate = zero.steady_samples_per_s
+        if rate is None or 1000 * (sum(zero.sizes) / len(zero.sizes)) / rate >= MATERIAL_MS:
+            return counts
+        kept = [w for w in counts if w <= self.loader.num_workers]
+        return kept if any(w >= 2 for w in kept) else kept + [w for w in counts if w >= 2][:1]
+
+    def _timed(self, copy: DataLoader, w: int, share: float, passes: dict[int, wk.Pass], growth: dict[int, float],
+               planned: list[int]) -> None:
+        """Time one pass; one pass with 2+ workers also samples the workers' memory (not yours
+        when another is planned: the sampler's thread takes CPU from the timing)."""
+        user = self.loader.num_workers
+        others = [c for c in planned if c >= 2 and c != user]
+        if not (w >= 2 and not growth and (w != user or not others)):
+            passes[w] = wk.timed_pass(copy, self.max_batches, share, self.step_s)
+            return
+        before = {p.pid for p in live_workers()}
+        marks: list[int] = []
+
+        def read_memory(count: int) -> None:
+            if count == w:  # every worker has delivered a batch: start-up is behind them
+                marks.append(len(sampler.records))
+            if count >= w and (count - w) % 8 == 0:
+                sampler.sample()
+
+        with WorkerMemorySampler(interval_s=0.1) as sampler:
+            passes[w] = wk.timed_pass(copy, self.max_batches, share, self.step_s, on_batch=read_memory)
+        self.memory_workers = w
+        growth.update(growth_after_start(sampler, before, marks[0] if marks else None))
+
+    def _speed_findings(self, passes: dict[int, wk.Pass], growth: dict[int, float], user: int) -> None:
+        stretches = {w: p.stretch_rates() for w, p in passes.items()}
+        medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
+        self.figures["speed"] = {
+            "samples_per_s": {w: round(p.steady_samples_per_s, 1) if p.steady_samples_per_s else None
+                              for w, p in passes.items()},
+            "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
+            "batches": {w: p.batches for w, p in passes.items()},
+            "first_batch_s": {w: round(p.waits_s[0], 3) if p.waits_s else None for w, p in passes.items()},
+        }
+        if growth:
+            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
+            if max(growth.values()) >= 32:
+                self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
+                         batches=passes[self.memory_workers].batches)
+        mine = medians.get(user)
+        if not mine:
+            self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
+            return
+        best_w = max(medians, key=medians.get)  # type: ignore[arg-type]
+        best = medians[best_w]
+        sizes = passes[user].sizes
+        zero = medians.get(0)
+        cost_ms = 1000 * (sum(sizes) / len(sizes)) / (zero or mine)  # making a batch, in one process
+        beyond_noise = min(stretches[best_w]) > max(stretches[user]) and best >= 1.5 * mine
+        self.figures["speed"].update(speedup_best=round(best / mine, 2), batch_cost_ms=round(cost_ms, 2),
+                                     beyond_noise=beyond_noise)
+        if best_w == user or not beyond_noise:
+            return
+        figures = dict(best=best_w, best_rate=best, rate=mine, workers=user, speedup=round(best / mine, 1),
+                       repeats=len(stretches[user]))
+        if best_w > user and cost_ms >= MATERIAL_MS:
+            self.add("speed.more_workers", **figures)
+        elif best_w < user:
+            self.add("speed.workers_slower", **figures)
+
+    def _fetch_costs(self) -> None:
+        n, bs, ds = self._len(), self.loader.batch_size, self.dataset
+        if self.iterable or not n or self.budget.left() <= 0:
+            return
+        indices = [(j * n) // min(n, 16) for j in range(min(n, 16))]
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        for i in indices:
+            ds[i]
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        per_item_ms, share = 1000 * wall / len(indices), (cpu / wall if wall > 0 else 0.0)
+        self.figures["fetch"] = {"per_item_ms": round(per_item_ms, 3), "cpu_share": round(share, 2)}
+        if bs and bs >= 16 and per_item_ms < 0.2 and not callable(getattr(ds, "__getitems__", None)):
+            self.add("speed.batched_fetch", us=per_item_ms * 1000, batch_size=bs)
+        if per_item_ms >= 2.0 and share >= 0.7 and not hasattr(ds, "cache"):
+            self.add("speed.caching", ms=per_item_ms, share=share)
+
