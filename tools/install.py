@@ -35,7 +35,8 @@ QUIET = ["--disable-pip-version-check", "-q"]
 # repository file -> where it goes under the environment's prefix (sys.prefix)
 LAB_SETTINGS = {
     "jupyter/overrides.json": "share/jupyter/lab/settings/overrides.json",
-    "jupyter/jupyter_server_config.json": "etc/jupyter/jupyter_server_config.d/loaderlab.json",
+    # the .d folder next to it is read for extensions only: the main file holds this setting
+    "jupyter/jupyter_server_config.json": "etc/jupyter/jupyter_server_config.json",
 }
 
 
