@@ -1,0 +1,70 @@
+"""docs/instructor.md: its schedules name notebooks and labs that exist, and their times add up.
+
+Text only: each "### Schedule · …" section states its length ("90 minutes", "3 hours") and has
+a table whose rows give a start (H:MM from the beginning) and a length in minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "instructor.md"
+PATH = re.compile(r"(?:\.\./)?((?:notebooks|labs|solutions)/[\w.-]+\.ipynb)")
+ROW = re.compile(r"^\| (\d+):(\d\d) \| (\d+) \| (.*?) \|", re.M)
+LAB_SLOT = re.compile(r"^Lab (\d\d) · \[[^\]]*\]\(\.\./(labs/[\w.-]+\.ipynb)\)")
+SOLVE = re.compile(r"about (\d+) min to solve")
+
+
+def schedules() -> dict[str, tuple[int, list[tuple[int, int, str]]]]:
+    """Return {title: (length in minutes, [(start, minutes, what), ...])}."""
+    parts = re.split(r"^### Schedule · (.+)$", GUIDE.read_text(), flags=re.M)
+    result = {}
+    for title, body in zip(parts[1::2], parts[2::2], strict=True):
+        body = re.split(r"^#{1,3} ", body, flags=re.M)[0]
+        length = re.search(r"(\d+) (minutes|hours)\b", title)
+        assert length, f"schedule '{title}' does not state its length in minutes or hours"
+        minutes = int(length.group(1)) * (60 if length.group(2) == "hours" else 1)
+        rows = [(int(h) * 60 + int(m), int(n), what) for h, m, n, what in ROW.findall(body)]
+        result[title] = (minutes, rows)
+    return result
+
+
+def test_three_schedules():
+    lengths = sorted(length for length, _ in schedules().values())
+    assert lengths == [90, 180, 480], f"expected 90 min, half day (3 h) and full day schedules, got {lengths}"
+
+
+def test_every_notebook_and_lab_named_exists():
+    missing = sorted({p for p in PATH.findall(GUIDE.read_text()) if not (ROOT / p).exists()})
+    assert not missing, f"docs/instructor.md names files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("title", sorted(schedules()))
+def test_schedule_times_add_up_within_its_length(title):
+    length, rows = schedules()[title]
+    assert rows, f"schedule '{title}' has no rows"
+    assert rows[0][0] == 0, f"schedule '{title}' should start at 0:00"
+    for (start, minutes, what), (next_start, _, _) in zip(rows, rows[1:], strict=False):
+        assert start + minutes == next_start, (
+            f"'{title}': '{what[:40]}' starts at {start} min and lasts {minutes}, "
+            f"but the next row starts at {next_start}")
+    total = sum(minutes for _, minutes, _ in rows)
+    assert total <= length, f"'{title}' adds up to {total} min, more than its {length}"
+    whats = " ".join(what for _, _, what in rows)
+    assert "Notebook" in whats and "Lab" in whats and "Break" in whats
+
+
+@pytest.mark.parametrize("title", sorted(schedules()))
+def test_each_lab_slot_is_at_least_its_header_time(title):
+    for _, minutes, what in schedules()[title][1]:
+        match = LAB_SLOT.match(what)
+        if match:
+            header = (ROOT / match.group(2)).read_text()
+            solve = SOLVE.search(header)
+            assert solve, f"{match.group(2)}'s header gives no 'about N min to solve'"
+            assert minutes >= int(solve.group(1)), (
+                f"'{title}': Lab {match.group(1)} gets {minutes} min, its header says {solve.group(1)}")
