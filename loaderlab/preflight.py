@@ -12,14 +12,8 @@ import importlib.util
 import json
 import multiprocessing
 import os
-import secrets
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -170,16 +164,6 @@ def check_kernel() -> Result:
     return Result(OK, f"Jupyter kernel {KERNEL!r} runs this environment's Python")
 
 
-def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as err:
-        return err.code, b""
-    except OSError:
-        return 0, b""
-
-
 def _lab_server():
     spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
     module = importlib.util.module_from_spec(spec)
@@ -187,62 +171,30 @@ def _lab_server():
     return module
 
 
-def _stop(server: subprocess.Popen) -> int:
-    """Stop the server and everything it started; return how many processes were left."""
-    try:
-        family = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        family = []
-    server.terminate()
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(timeout=10)
-    _, alive = psutil.wait_procs(family, timeout=5)
-    for proc in alive:
-        proc.kill()
-    return len(psutil.wait_procs(alive, timeout=5)[1])
-
-
 def check_lab() -> Result:
+    """JupyterLab starts (tools/lab_server.py, as `make lab`), serves the course with the
+    classroom settings, and stops leaving no process."""
     fix = "`make setup` (re)installs JupyterLab and the course's settings; `make lab` shows its log"
     if not (ROOT / "tools" / "lab_server.py").is_file():
         return Result(FAIL, "tools/lab_server.py is missing: run preflight from the course folder", fix)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    token, start = secrets.token_hex(16), time.monotonic()
-    base, log = f"http://127.0.0.1:{port}", tempfile.TemporaryFile()
-    server = subprocess.Popen(_lab_server().server_command(port=port, token=token, browser=False),
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
-    problems: list[str] = []
+    problems, start = [], time.monotonic()
     try:
-        while _get(f"{base}/api/status?token={token}", timeout=2)[0] != 200:
-            if server.poll() is not None or time.monotonic() - start > LAB_START_S:
-                log.seek(0)
-                last = ([ln for ln in log.read().decode(errors="replace").splitlines() if ln.strip()] or ["no output"])[-1]
-                problems.append(f"JupyterLab did not start within {LAB_START_S} s ({last.strip()[:120]})")
-                break
-        else:
-            started = time.monotonic() - start
-            if _get(f"{base}/api/contents/{START_NOTEBOOK}?content=0&token={token}")[0] != 200:
+        with _lab_server().started(timeout=LAB_START_S) as request:
+            seconds = time.monotonic() - start
+            if request(f"/api/contents/{START_NOTEBOOK}?content=0")[0] != 200:
                 problems.append(f"it does not serve {START_NOTEBOOK}")
-            specs = json.loads(_get(f"{base}/api/kernelspecs?token={token}")[1] or b"{}")
-            if specs.get("default") != KERNEL:
-                problems.append(f"its default kernel is {specs.get('default')!r}, not {KERNEL!r}")
-            notes = json.loads(_get(f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}")[1] or b"{}")
-            default = notes.get("schema", {}).get("properties", {}).get("fetchNews", {}).get("default")
-            if notes.get("settings", {}).get("fetchNews", default) != "false":  # overrides set the default
+            default = json.loads(request("/api/kernelspecs")[1] or b"{}").get("default")
+            if default != KERNEL:
+                problems.append(f"its default kernel is {default!r}, not {KERNEL!r}")
+            notes = json.loads(request("/lab/api/settings/@jupyterlab/apputils-extension:notification")[1] or b"{}")
+            news = notes.get("schema", {}).get("properties", {}).get("fetchNews", {}).get("default")
+            if notes.get("settings", {}).get("fetchNews", news) != "false":  # overrides set the default
                 problems.append("the Jupyter news pop-up is on (jupyter/overrides.json is not installed)")
-    finally:
-        left = _stop(server)
-        log.close()
-    if left:
-        problems.append(f"{left} of its processes outlived it")
+    except RuntimeError as exc:
+        problems.append(str(exc))
     if problems:
         return Result(FAIL, "JupyterLab: " + "; ".join(problems), fix)
-    return Result(OK, f"JupyterLab started in {started:.0f} s, served the course (kernel {KERNEL}, no news pop-up), stopped")
+    return Result(OK, f"JupyterLab started in {seconds:.0f} s, served the course (kernel {KERNEL}, no news pop-up), stopped")
 
 
 def _helper(proc: psutil.Process) -> bool:
