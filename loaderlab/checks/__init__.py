@@ -20,11 +20,13 @@ traceback. Checkers test behaviour (they run the candidate in real DataLoaders),
 | 11 sharded IterableDataset | ``check_sharded_iterable`` |
 | 12 spawn-safe loader | ``check_spawn_safe`` |
 | 13 resumable dataset | ``check_resumable`` |
+| 14 find the bottleneck | ``check_bottleneck`` |
 """
 
 from loaderlab.checks.caching import check_cached_loader  # noqa: I001
 from loaderlab.checks.collate import check_bucket_batches, check_pad_collate
 from loaderlab.checks.distributed import check_ddp_epochs
+from loaderlab.checks.bottleneck import check_bottleneck
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
 from loaderlab.checks.memory import check_cow_fix
@@ -43,5 +45,6 @@ __all__ = [
     "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable",
     "check_resumable",
+    "check_bottleneck",
     "check_split_loaders", "check_cached_loader", "check_spawn_safe",
 ]

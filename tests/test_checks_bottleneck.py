@@ -1,0 +1,107 @@
+"""Lab 14 checker: the wait share of a pipeline measured before and after its slow stage is fixed."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from loaderlab.checks.bottleneck import check_bottleneck
+
+ROOT = Path(__file__).resolve().parent.parent
+# The lab's pipeline, written by the solution's %%writefile lab14.py cell (solutions/ on the
+# path so that workers find it by name).
+sys.path.insert(0, str(ROOT / "solutions"))
+lab14 = importlib.import_module("lab14")
+
+pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+
+
+def _verdict(capsys, fix, measure=None, n=12) -> str:
+    ok = check_bottleneck(fix, DataLoader(lab14.Records(n), batch_size=4), measure=measure)
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1 and "Traceback" not in out, out
+    assert ok == out.startswith("✅")
+    return out
+
+
+class LoadedOnce(lab14.Records):
+    """Correct, unlike the solution: the vocabulary is loaded in __init__."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.vocabulary = self.load_vocabulary()
+
+    def __getitem__(self, index):
+        return torch.tensor([self.vocabulary[w] for w in self.read(index)]), index
+
+
+@functools.lru_cache(maxsize=1)
+def _vocabulary():
+    return lab14.Records().load_vocabulary()
+
+
+class Cached(lab14.Records):
+    """Correct, differently: one vocabulary per process, from a module-level cache."""
+
+    def __getitem__(self, index):
+        return torch.tensor([_vocabulary()[w] for w in self.read(index)]), index
+
+
+def total_minus_steps(loader, train_step):
+    """Correct, differently: the wait is the epoch's time minus the steps' time."""
+    steps, first = 0.0, None
+    for batch in loader:
+        if first is None:
+            first = time.perf_counter()
+            continue  # the first batch: start-up
+        t = time.perf_counter()
+        train_step(batch)
+        steps += time.perf_counter() - t
+    total = time.perf_counter() - first
+    return (total - steps) / total
+
+
+def test_correct_answers_pass(capsys):
+    out = _verdict(capsys, lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4))
+    assert out.startswith("✅ same 3 batches"), out
+    out = _verdict(capsys, lambda loader: DataLoader(Cached(len(loader.dataset)), batch_size=4),
+                   measure=total_minus_steps)
+    assert out.startswith("✅") and "your wait_share agrees on both" in out, out
+
+
+@pytest.mark.parametrize(("fix", "sentence"), [
+    (lambda loader: DataLoader(loader.dataset, batch_size=4), "your loader still waits"),
+    (lambda loader: DataLoader(loader.dataset, batch_size=4, num_workers=2),
+     "with 2 workers your loader still waits"),
+    (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4, shuffle=True),
+     "differs from the starting loader's batch"),
+    (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=8), "keep batch_size"),
+    (lambda loader: loader.dataset, "fix must return a DataLoader"),
+], ids=["unchanged", "two-workers", "shuffled", "bigger-batches", "not-a-loader"])
+def test_wrong_fixes_fail_with_their_own_sentence(capsys, fix, sentence):
+    out = _verdict(capsys, fix)
+    assert out.startswith("❌") and sentence in out, out
+
+
+def test_a_wrong_measurement_fails(capsys):
+    def percent(loader, train_step):
+        return 100 * total_minus_steps(loader, train_step)
+
+    out = _verdict(capsys, lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4), percent)
+    assert out.startswith("❌ your wait_share returned") and "the starting loader" in out, out
+
+
+def test_stub_and_nothing_are_not_attempted(capsys):
+    class Stub(lab14.Records):
+        def __getitem__(self, index):
+            raise NotImplementedError("your code here")
+
+    assert _verdict(capsys, lambda loader: DataLoader(Stub(12), batch_size=4)).startswith("⏳ not attempted yet")
+    assert _verdict(capsys, None).startswith("⏳ not attempted yet")
