@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from loaderlab.loaders import require_positive
+from loaderlab._validate import require_positive
 
 
 def workspace(prefix: str = "loaderlab-") -> tempfile.TemporaryDirectory:

@@ -1,9 +1,8 @@
-"""Dataset classes used by the notebooks not yet converted to "Show the code" (12-17), the
-lab checkers and the doctor. Converted notebooks write their lesson's Datasets in visible
-``%%writefile lessonNN.py`` cells instead (README, Contributing).
-
-Like a lesson module, a module here is importable by worker processes started with ``spawn``
-or ``forkserver``, which cannot import a notebook's ``__main__``.
+"""Two Dataset classes that workers started by ``spawn`` or ``forkserver`` can import: the
+doctor's wrapper mixin ``AttributeForwarding`` (``loaderlab.doctor.workers``) and
+``LatencyDataset``, samples that sleep like a remote read (the tests of the instruments, the
+checkers and the doctor). Notebooks write their own Datasets in ``%%writefile lessonNN.py``
+cells (notebook 03's ``LatencyDataset`` is ``lesson03.py``'s).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from loaderlab.loaders import require_positive, require_seconds
+from loaderlab._validate import require_positive, require_seconds
 
 
 class AttributeForwarding:
@@ -67,22 +66,3 @@ class LatencyDataset(Dataset):
         if delay:
             time.sleep(delay)
         return self.features[index], int(self.labels[index])
-
-
-class MetadataDataset(Dataset):
-    """Reads one row of a metadata table per sample, read-only, and returns its length.
-
-    ``rows`` is either a Python list of str (one object per row: reading it writes the row's
-    reference count) or a NumPy bytes array (one buffer). Returns a LongTensor scalar.
-    """
-
-    def __init__(self, rows: list[str] | np.ndarray) -> None:
-        if not len(rows):
-            raise ValueError("rows must not be empty")
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        return torch.tensor(len(self.rows[index]))

@@ -13,14 +13,8 @@ from typing import Any, NamedTuple, TypeVar
 import psutil
 from torch.utils.data import DataLoader, default_collate, get_worker_info
 
-from loaderlab.loaders import (
-    batch_size_of,
-    rebuild,
-    require_loader,
-    require_positive,
-    require_seconds,
-    stop_workers,
-)
+from loaderlab._validate import require_loader, require_positive, require_seconds
+from loaderlab.loaders import batch_size_of, rebuild, stop_workers
 
 _HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 

@@ -1,9 +1,7 @@
-"""Weighted sampling: per-sample weights, and the class mix they produce, computed exactly.
+"""The class mix that per-sample weights produce, computed exactly (the lab 09 checker's decision).
 
-``WeightedRandomSampler`` draws index ``i`` with probability ``w_i / sum(w)``. Summing over the
-samples of a class gives the share of draws that class gets; these functions compute that
-share (and related expectations) from the weights alone, so a measurement can be checked
-against it.
+``WeightedRandomSampler`` draws index ``i`` with probability ``w_i / sum(w)``; summing over the
+samples of a class gives the share of draws that class gets, from the weights alone.
 """
 
 from __future__ import annotations
@@ -11,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-
-from loaderlab.loaders import require_positive
 
 
 def _labels(labels: torch.Tensor | Sequence[int], name: str = "labels") -> torch.Tensor:
@@ -37,17 +33,6 @@ def _weights(weights: torch.Tensor | Sequence[float], n: int) -> torch.Tensor:
     return tensor
 
 
-def class_balanced_weights(labels: torch.Tensor | Sequence[int]) -> torch.Tensor:
-    """Return one weight per sample, ``1 / (number of samples of its class)``, as a DoubleTensor.
-
-    Every class then carries the same total weight (1), so a ``WeightedRandomSampler`` draws
-    each class equally often in expectation.
-    """
-    labels = _labels(labels)
-    counts = torch.bincount(labels).double()
-    return 1.0 / counts[labels]
-
-
 def expected_class_fractions(
     weights: torch.Tensor | Sequence[float], labels: torch.Tensor | Sequence[int]
 ) -> dict[int, float]:
@@ -61,22 +46,3 @@ def expected_class_fractions(
     per_class = torch.zeros(int(labels.max()) + 1, dtype=torch.double).index_add_(0, labels, weights)
     total = float(weights.sum())
     return {int(c): float(per_class[c]) / total for c in torch.unique(labels)}
-
-
-def expected_distinct(
-    weights: torch.Tensor | Sequence[float], labels: torch.Tensor | Sequence[int], num_samples: int
-) -> dict[int, float]:
-    """Return ``{class id: expected number of distinct samples drawn}`` when ``num_samples``
-    indices are drawn *with replacement* with probabilities ``weights / sum(weights)``.
-
-    Sample ``i`` is missed by all draws with probability ``(1 - p_i) ** num_samples``.
-    """
-    require_positive(num_samples, "num_samples")
-    labels = _labels(labels)
-    weights = _weights(weights, len(labels))
-    p = weights / weights.sum()
-    seen = 1.0 - (1.0 - p) ** num_samples
-    per_class = torch.zeros(int(labels.max()) + 1, dtype=torch.double).index_add_(0, labels, seen)
-    return {int(c): float(per_class[c]) for c in torch.unique(labels)}
-
-

@@ -11,11 +11,8 @@ import time
 import torch
 from torch.utils.data import DataLoader
 
-from loaderlab.loaders import (
-    require_loader,
-    require_positive,
-    stop_workers,
-)
+from loaderlab._validate import require_loader, require_positive
+from loaderlab.loaders import stop_workers
 from loaderlab.measure import BackgroundSampler, Timeline
 
 SHM_PATH = "/dev/shm"

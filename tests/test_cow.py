@@ -1,10 +1,8 @@
-"""Tests for loaderlab.cow: table layouts, the unpickle probe and the per-epoch memory probe."""
+"""Tests for loaderlab.cow (list sizes, pages a collection writes) and WorkerMemorySampler's gate."""
 
 from __future__ import annotations
 
 import gc
-import pickle
-import subprocess
 import sys
 import time
 
@@ -12,15 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from loaderlab.cow import (
-    PackedRowLengths,
-    RowLengths,
-    UnpickleCost,
-    list_size_mb,
-    pack_rows,
-    tracked_pages,
-)
-from loaderlab.data import make_metadata, metadata_array
+from loaderlab.cow import list_size_mb, tracked_pages
 from loaderlab.env import can_fork
 
 
@@ -30,38 +20,6 @@ def test_list_size_counts_the_list_and_every_string():
     assert list_size_mb(rows) * 2**20 == pytest.approx(expected)
     with pytest.raises(TypeError, match="rows"):
         list_size_mb(np.array([b"a"]))
-
-
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
-@pytest.mark.parametrize("rows", [["alpha", "b", "", "gamma"], ["héllo", "x", "ü€", "日本"]])
-def test_pack_rows_round_trips(backend, rows):
-    buffer, offsets = pack_rows(rows, backend=backend)
-    kind = torch.Tensor if backend == "torch" else np.ndarray
-    assert isinstance(buffer, kind) and isinstance(offsets, kind)
-    assert int(offsets[-1]) == len(buffer) == len("".join(rows).encode())
-    dataset = PackedRowLengths(buffer, offsets)
-    assert len(dataset) == len(rows)
-    assert [dataset.row(i) for i in range(len(rows))] == rows
-    assert dataset.__getitems__([0, 3]) == [len(rows[0]), len(rows[3])]
-    assert int(dataset[2]) == len(rows[2])
-
-
-def test_pack_rows_and_packed_dataset_validate():
-    with pytest.raises(ValueError, match="backend"):
-        pack_rows(["a"], backend="jax")
-    with pytest.raises(TypeError, match="rows"):
-        pack_rows([])
-    buffer, offsets = pack_rows(["abc", "de"])
-    with pytest.raises(ValueError, match="offsets"):
-        PackedRowLengths(buffer[:-1], offsets)
-
-
-def test_row_lengths_batched_fetch_matches_single_fetch():
-    rows = make_metadata(n_rows=50, row_chars=20)
-    for table in (rows, metadata_array(rows)):
-        dataset = RowLengths(table)
-        indices = [3, 0, 49]
-        assert dataset.__getitems__(indices) == [int(dataset[i]) for i in indices] == [20, 20, 20]
 
 
 def test_tracked_pages_counts_what_a_collection_would_write():
@@ -74,29 +32,6 @@ def test_tracked_pages_counts_what_a_collection_would_write():
     finally:
         gc.unfreeze()
     assert frozen_objects < objects / 10 and frozen_mb < mb / 10  # frozen objects are out of reach
-
-
-def test_unpickle_cost_measures_each_part():
-    rows = make_metadata(n_rows=100_000, row_chars=100)
-    array = np.ones(20 * 2**20, dtype=np.uint8)
-    probe = UnpickleCost({"list": rows, "array": array, "small": [1, 2]}, num_items=3)
-    assert len(probe) == 3 and probe[0].tolist() == [0.0, 0.0, 0.0]
-    # Unpickled in a fresh Python, as in a spawned worker: in this test process, pages freed by
-    # earlier tests can take the copy without any growth of USS (measured 0.0 MB once).
-    unpickle = ("import pickle, sys; copy = pickle.loads(sys.stdin.buffer.read()); "
-                "print(*copy[0].tolist())")
-    result = subprocess.run([sys.executable, "-c", unpickle], input=pickle.dumps(probe),
-                            capture_output=True, timeout=120, check=True)
-    list_mb, array_mb, small_mb = map(float, result.stdout.split())
-    copy = pickle.loads(pickle.dumps(probe))
-    assert list_mb >= 0.5 * list_size_mb(rows)
-    assert 15 <= array_mb <= 25
-    assert small_mb < 1.0
-    assert copy.parts["small"] == [1, 2] and len(copy) == 3
-    with pytest.raises(TypeError, match="parts"):
-        UnpickleCost({})
-    with pytest.raises(ValueError, match="num_items"):
-        UnpickleCost({"a": 1}, num_items=0)
 
 
 # ------------------------------------------- WorkerMemorySampler.gate and .watch (loaderlab.measure)

@@ -38,9 +38,10 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from loaderlab._validate import require_loader, require_positive
 from loaderlab.checks.report import Wrong, checker, one_line
 from loaderlab.env import can_fork
-from loaderlab.loaders import rebuild, require_loader, require_positive, stop_workers
+from loaderlab.loaders import rebuild, stop_workers
 
 GIVE_UP_S = 3.0  # a real client waits for ever; this one raises TimeoutError after this
 LOADER_TIMEOUT_S = 5.0  # DataLoader(timeout=...) the check adds when the loader has none

@@ -16,9 +16,10 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Sampler
 
+from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork, start_method
-from loaderlab.loaders import rebuild, require_positive, same_batch, stop_workers
+from loaderlab.loaders import rebuild, same_batch, stop_workers
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
 N_SAMPLES = 50

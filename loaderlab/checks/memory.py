@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork
-from loaderlab.loaders import require_positive
 from loaderlab.measure import WorkerMemorySampler
 
 MB = 1024 * 1024

@@ -15,10 +15,6 @@ class Wrong(Exception):
     """Raised inside a checker body: the message is the one sentence (plus hint) shown to the student."""
 
 
-class _CandidateFailed(Exception):
-    pass
-
-
 class _OneLineError(Exception):
     """An error about how a checker was called. In Jupyter it shows as its one sentence, not a
     traceback (IPython prints what ``_render_traceback_`` returns instead of the traceback)."""

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
+from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork
-from loaderlab.loaders import require_positive
 
 HINT = "Hint: notebook 07, section 'Fixes: reseed in `worker_init_fn`, or build the generator in the worker'"
 HINT_RUNS = "Hint: notebook 07, section 'The same data in two runs: `generator=`, and `num_workers` with it'"

@@ -20,8 +20,9 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
+from loaderlab._validate import require_loader
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.loaders import batch_size_of, require_loader, same_batch, stop_workers
+from loaderlab.loaders import batch_size_of, same_batch, stop_workers
 from loaderlab.measure import throughput, timed_pass
 
 HINT = ("Hint: notebook 03, sections 2 'How many workers?' and 5 (persistent_workers), or "
