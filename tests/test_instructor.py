@@ -43,7 +43,7 @@ def test_every_notebook_and_lab_named_exists():
     assert not missing, f"docs/instructor.md names files that do not exist: {missing}"
 
 
-@pytest.mark.parametrize("title", sorted(schedules()))
+@pytest.mark.parametrize("title", sorted(schedules()), ids=lambda t: t.split(" (")[0])
 def test_schedule_times_add_up_within_its_length(title):
     length, rows = schedules()[title]
     assert rows, f"schedule '{title}' has no rows"
@@ -58,7 +58,7 @@ def test_schedule_times_add_up_within_its_length(title):
     assert "Notebook" in whats and "Lab" in whats and "Break" in whats
 
 
-@pytest.mark.parametrize("title", sorted(schedules()))
+@pytest.mark.parametrize("title", sorted(schedules()), ids=lambda t: t.split(" (")[0])
 def test_each_lab_slot_is_at_least_its_header_time(title):
     for _, minutes, what in schedules()[title][1]:
         match = LAB_SLOT.match(what)
