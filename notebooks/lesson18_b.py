@@ -9,7 +9,6 @@ from lesson18 import SyntheticSamples
 from torch.utils.data import DataLoader
 
 import loaderlab
-from loaderlab.loaders import stop_workers
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ def build_loader(s: Settings, collate_fn, batches_per_epoch: int = 8) -> DataLoa
                       in_order=s.in_order)
 
 
-def run(s: Settings, seconds: float = 2.0, on_progress=None) -> dict:
+def run(s: Settings, seconds: float = 1.5, on_progress=None) -> dict:
     """Loop over epochs of the settings' loader, each step a sleep of step_ms, until `seconds` after the
     first batch; return the timeline, memory readings and the cores other programs used meanwhile."""
     tracer = loaderlab.Tracer()
@@ -77,7 +76,7 @@ def run(s: Settings, seconds: float = 2.0, on_progress=None) -> dict:
                         break  # mid-epoch: the time is up
                 epochs.append((offset, tracer.timeline))
     finally:
-        stop_workers(loader._iterator)  # persistent workers too, now
+        del tracer, loader  # persistent workers stop with their loader
     return {"settings": s, "timeline": merge(epochs), "memory": memory.records, "others_cores": others.cores}
 
 
