@@ -6,8 +6,8 @@ The lab builds the starting loader in a visible cell: notebook 04's ``ImageFiles
 passes it: ``check_cached_loader(tune, slow_loader)``. The student's ``tune(loader) ->
 DataLoader`` returns a loader over cached samples (or one that fetches a batch at once with
 ``__getitems__``). The checker reads one epoch of it (the cache may fill then, or before) and
-compares its batches with the starting loader's, exactly; then it times epochs 2 and 3 against
-the starting loader's epoch (best of 2) and wants at least 3x.
+compares its batches with the starting loader's, exactly; then it times its next epochs (best of up to
+3) against the starting loader's epoch (best of 2) and wants at least 3x.
 """
 
 from __future__ import annotations
@@ -74,6 +74,17 @@ def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: D
         raise Wrong(f"check_cached_loader(tune, slow_loader) needs the lab's starting loader "
                     f"(a DataLoader with num_workers=0) as slow_loader, got "
                     f"{type(slow_loader).__name__}: run the cell that builds it.")
+    # One intra-op thread, as in a DataLoader worker: with two, a parallel kernel (index_select
+    # of a batch) waits for a thread that a busy core has descheduled, milliseconds per call.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _check(tune, slow_loader)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check(tune: Callable[[DataLoader], DataLoader], slow_loader: DataLoader) -> str:
     expected, first_s = _epoch(slow_loader)
     base_s = min(first_s, _epoch(slow_loader)[1])
     tuned = tune(slow_loader)
@@ -84,9 +95,12 @@ def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: D
     try:
         batches, _ = _epoch(tuned)  # the cache may fill now
         _compare(batches, expected, slow_loader.batch_size)
-        epoch_s = _epoch(tuned)[1]
-        if base_s / epoch_s < MIN_SPEEDUP and epoch_s < base_s:  # within reach: one more try
-            epoch_s = min(epoch_s, _epoch(tuned)[1])
+        times: list[float] = []
+        while len(times) < 3 and sum(times) < 10 * base_s:  # best of 3, unless hopeless
+            times.append(_epoch(tuned)[1])
+            if base_s / min(times) >= MIN_SPEEDUP:
+                break
+        epoch_s = min(times)
     finally:  # persistent workers stay in tuned._iterator: the checker owns them, stop them
         stop_workers(getattr(tuned, "_iterator", None))
         tuned._iterator = None
