@@ -21,11 +21,13 @@ traceback. Checkers test behaviour (they run the candidate in real DataLoaders),
 | 12 spawn-safe loader | ``check_spawn_safe`` |
 | 13 resumable dataset | ``check_resumable`` |
 | 14 find the bottleneck | ``check_bottleneck`` |
+| 15 too many open files | ``check_kept_batches`` (Linux only) |
 """
 
 from loaderlab.checks.caching import check_cached_loader  # noqa: I001
 from loaderlab.checks.collate import check_bucket_batches, check_pad_collate
 from loaderlab.checks.distributed import check_ddp_epochs
+from loaderlab.checks.descriptors import check_kept_batches
 from loaderlab.checks.bottleneck import check_bottleneck
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.checks.loops import check_loop_to_loader
@@ -46,5 +48,6 @@ __all__ = [
     "check_ddp_epochs", "check_sharded_iterable",
     "check_resumable",
     "check_bottleneck",
+    "check_kept_batches",
     "check_split_loaders", "check_cached_loader", "check_spawn_safe",
 ]

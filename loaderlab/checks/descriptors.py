@@ -1,0 +1,145 @@
+"""Checker for lab 15: keep every batch of a worker loader without running out of descriptors.
+
+With Linux's default sharing strategy (``file_descriptor``) every tensor a worker sends holds
+an open file descriptor in the receiving process for as long as it lives (notebook 15), so a
+loop that keeps the received batches dies with "Too many open files". ``keep_in_child(keep)``
+reproduces it safely: a forked child lowers its own ``RLIMIT_NOFILE`` to ``HEADROOM``
+descriptors above those it inherited, keeps ``keep(batch)`` for each of the ``N_BATCHES``
+batches of a 2-worker loader, and reports; it is killed, with its workers, after ``BOUND_S``.
+``check_kept_batches(keep)``: ✅ when every batch is kept, with the batch's values. Linux only:
+macOS and Windows send batches by name (``file_system``), which costs no descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from loaderlab.checks.report import Wrong, checker, one_line
+
+HINT = "Hint: notebook 15, sections 2 and 3, and its 'In your own code'"
+N_BATCHES, BATCH, DIM = 150, 4, 4
+HEADROOM = 48  # descriptors the child may open beyond those it inherited: 2 per kept batch run out at ~20
+BOUND_S, LOADER_TIMEOUT_S = 30.0, 5.0
+FEATURES = torch.arange(N_BATCHES * BATCH * DIM, dtype=torch.float32).reshape(-1, DIM)
+LABELS = torch.arange(N_BATCHES * BATCH) % 3
+
+
+def _holds(item: Any, xb: torch.Tensor, yb: torch.Tensor) -> str | None:
+    """Return how ``item`` keeps the received batch alive: 'received' (its tensors themselves),
+    'shared' (views, detach() or .numpy() of them), or None (copies)."""
+    parts = list(item) if isinstance(item, (tuple, list)) else [item]
+    if item is not None and any(p is xb or p is yb for p in parts):
+        return "received"
+    received = {xb.untyped_storage().data_ptr(), yb.untyped_storage().data_ptr()}
+    for p in parts:
+        if isinstance(p, torch.Tensor) and p.untyped_storage().data_ptr() in received:
+            return "shared"
+        if isinstance(p, np.ndarray) and (np.shares_memory(p, xb.numpy()) or np.shares_memory(p, yb.numpy())):
+            return "shared"
+    return None
+
+
+def _wrong_values(kept: list[Any]) -> int | None:
+    """Return the first batch whose kept (features, labels) differ from the batch's, or None."""
+    for k, item in enumerate(kept):
+        rows = slice(k * BATCH, (k + 1) * BATCH)
+        try:
+            xb, yb = (torch.as_tensor(np.asarray(part)) for part in item)
+            if torch.equal(xb.float(), FEATURES[rows]) and torch.equal(yb.long(), LABELS[rows]):
+                continue
+        except (TypeError, ValueError, RuntimeError):
+            pass
+        return k
+    return None
+
+
+def _child(keep: Callable[[Any], Any], send: Any) -> None:
+    import resource  # Unix only
+
+    os.setpgrp()  # its workers join its group: the parent can kill them all at once
+    torch.set_num_threads(1)
+    torch.multiprocessing.set_sharing_strategy("file_descriptor")  # Linux's default, whatever the session set
+    inherited = len(os.listdir("/dev/fd"))
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (inherited + HEADROOM, hard))
+    loader = DataLoader(TensorDataset(FEATURES, LABELS), batch_size=BATCH, num_workers=2,
+                        multiprocessing_context="fork", timeout=LOADER_TIMEOUT_S)
+    kept: list[Any] = []
+    report: dict[str, Any] = {"error": None, "holds": None, "limit": inherited + HEADROOM}
+    try:
+        for xb, yb in loader:
+            kept.append(keep((xb, yb)))
+            if len(kept) == 1:
+                report["holds"] = _holds(kept[0], xb, yb)
+    except Exception as exc:  # "Too many open files", a timeout, or keep's own error
+        report["error"] = one_line(exc)
+        exc.__traceback__ = None  # its frames hold the loader's iterator: its workers stop now
+    report["kept"] = len(kept)
+    report["wrong_at"] = None if report["error"] else _wrong_values(kept)
+    del kept
+    send.send(report)
+
+
+def keep_in_child(keep: Callable[[Any], Any]) -> dict[str, Any]:
+    """Return what a forked child reported after keeping ``keep(batch)`` for every batch of a
+    2-worker loader under a lowered descriptor limit: kept (batches), error (one line or None),
+    holds ('received', 'shared' or None), wrong_at (first batch with other values), limit."""
+    if not sys.platform.startswith("linux"):
+        raise OSError("this experiment runs on Linux only: macOS and Windows send batches by name, "
+                      "which costs no descriptor")
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(keep, send))
+    process.start()
+    send.close()
+    try:
+        report = receive.recv() if receive.poll(BOUND_S) else {"error": f"did not finish within {BOUND_S:g} s"}
+    except EOFError:
+        report = {"error": "the child process died without a report"}
+    finally:
+        process.join(5.0)
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)  # an overrunning child, and any worker left behind
+        process.join()
+        receive.close()
+    return report
+
+
+@checker
+def check_kept_batches(keep: Callable[[Any], Any]) -> str:
+    """Return a confirmation if keeping ``keep(batch)`` for every batch of a 2-worker loader fits
+    in a lowered descriptor limit, with the batches' values; raise Wrong otherwise (Linux only)."""
+    try:
+        report = keep_in_child(keep)
+    except OSError as exc:
+        raise Wrong(f"{exc}: run this lab on Linux (a Linux machine, container or WSL).") from None
+    error, kept = report["error"], report.get("kept", 0)
+    if error and "your code here" in error:
+        raise NotImplementedError("your code here")
+    if report.get("holds") or (error and "Too many open files" in error):
+        why = {"received": "you keep the received tensors themselves",
+               "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
+                         "keeps the worker's segment alive)"}.get(report.get("holds"), "what you keep holds them")
+        stop = error.split(".")[0] if error else "no error yet"
+        raise Wrong(f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
+                    f"({stop}): every tensor from a worker holds a file descriptor while it lives, and {why}; "
+                    f"keep private copies (clone()) instead. {HINT}")
+    if error and kept == 0 and "child" not in error and "within" not in error:
+        raise Wrong(f"your keep raised {error}. {HINT}")
+    if error:
+        raise Wrong(f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}")
+    if report["wrong_at"] is not None:
+        raise Wrong(f"what you kept of batch {report['wrong_at']} is not its (features, labels): return both, "
+                    f"with the received values, as tensors, arrays or lists. {HINT}")
+    return (f"all {N_BATCHES} batches kept, with their values, within {HEADROOM} descriptors of headroom "
+            f"(2 workers, the file_descriptor strategy)")
