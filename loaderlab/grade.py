@@ -3,17 +3,19 @@
 The lab is the one named in the notebook's metadata (``"loaderlab": {"lab": "01"}``, written by
 ``tools/make_labs.py``), whatever the file is called. Each submission runs in its own kernel, in a
 temporary copy of the course layout (``labs/`` beside ``notebooks/``, whose lesson modules the labs
-import), with one timeout for the whole submission. The student's cells run first, except those
-that only call a checker; then the lab's official check cells, taken from ``labs/`` with their
-checkers imported afresh, so deleting or editing a check cell cannot pass. Afterwards the kernel's
+import), with one timeout for the whole submission, counted from the kernel's start. The student's
+cells run first, except those that only call a checker; then the lab's official check cells, taken
+from ``labs/`` with their checkers imported afresh, so deleting or editing a check cell cannot pass;
+then the lab's cells after its checks (a cleanup). Afterwards the kernel's
 process group is killed and no process it started is left. The CSV has the columns
 ``submission,lab,passed,reason``; a folder argument means every ``*.ipynb`` in it. Exit status: 0
-when every submission was graded, 2 on a usage error.
+when every submission was graded, 2 on a usage error, 130 when interrupted (the CSV holds those graded).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import re
@@ -146,32 +148,33 @@ def _kill(pgid: int, tracked: list) -> None:
     every process it was seen to start, in case one left the group; wait until they are gone."""
     import psutil
 
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
     for proc in tracked:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(tracked, timeout=5)
 
 
 def _cells(path: Path, lab_file: Path) -> list:
-    """Return the cells to run: the student's (checker calls left out), then the lab's checkers
-    imported afresh and its check cells."""
+    """Return the cells to run: the student's (checker calls and the lab's closing cells left out),
+    the lab's checkers imported afresh, its check cells, then its closing cells (e.g. a cleanup of
+    the files the checks read)."""
     import nbformat
 
     new = nbformat.v4.new_code_cell
     official = [c for c in nbformat.read(lab_file, as_version=4).cells if c.cell_type == "code"]
+    last = max((i for i, c in enumerate(official) if CHECK_CALL.search(c.source)), default=len(official))
+    closing = [c.source for c in official[last + 1:]]
     cells = []
     for number, cell in enumerate(_read(path).cells, 1):  # cell numbers as the student counts them
         lines = cell.source.splitlines()
-        if cell.cell_type == "code" and not (CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines))):
+        if cell.cell_type == "code" and cell.source.strip() not in {c.strip() for c in closing} and not (
+                CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines))):
             cells.append(new(cell.source, metadata={"student_cell": number}))
     cells.append(new("\n".join(m.group(0) for c in official for m in IMPORTS.finditer(c.source))))
-    return cells + [new(c.source, metadata={"check": True}) for c in official if CHECK_CALL.search(c.source)]
+    cells += [new(c.source, metadata={"check": True}) for c in official if CHECK_CALL.search(c.source)]
+    return cells + [new(source) for source in closing]
 
 
 def run_submission(path: Path, lab_file: Path, timeout: float) -> str:
@@ -257,15 +260,12 @@ def grade(path: Path, timeout: float) -> Result:
 
 
 def summary(results: list[Result]) -> str:
-    """Return the per-lab table: lab, submissions, passed, failed."""
-    labs = sorted({r.lab for r in results})
+    """Return the per-lab table: lab, submissions, passed, failed (and a row for all)."""
+    groups = {lab or "?": [r for r in results if r.lab == lab] for lab in sorted({r.lab for r in results})}
     rows = [("lab", "submissions", "passed", "failed")]
-    for lab in labs:
-        mine = [r for r in results if r.lab == lab]
+    for lab, mine in [*groups.items(), ("all", results)]:
         passed = sum(r.passed for r in mine)
-        rows.append((lab or "?", str(len(mine)), str(passed), str(len(mine) - passed)))
-    passed = sum(r.passed for r in results)
-    rows.append(("all", str(len(results)), str(passed), str(len(results) - passed)))
+        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed)))
     return "\n".join(f"{a:<5} {b:>11} {c:>7} {d:>7}" for a, b, c, d in rows)
 
 
@@ -276,11 +276,15 @@ def main(argv: Sequence[str]) -> int:
     except UsageError as exc:
         print(f"python -m loaderlab grade: {exc}", file=sys.stderr)
         return 2
-    results = []
+    results, status = [], 0
     for path in args.paths:
         start = time.monotonic()
         try:
             result = grade(path, args.timeout)
+        except KeyboardInterrupt:  # Ctrl-C: its kernel is gone already; keep the grades so far
+            print(f"interrupted at {path}: {len(results)} of {len(args.paths)} graded", file=sys.stderr)
+            status = 130
+            break
         except Exception as exc:  # the grader's own failure on this submission: a row, not a traceback
             result = Result(str(path), "", False, f"could not be graded: {type(exc).__name__}: {exc}"[:300])
         results.append(result)
@@ -292,4 +296,4 @@ def main(argv: Sequence[str]) -> int:
         writer.writerows([r.submission, r.lab, int(r.passed), r.reason] for r in results)
     print(summary(results))
     print(f"grades written to {args.csv}")
-    return 0
+    return status
