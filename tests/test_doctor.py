@@ -33,7 +33,7 @@ from loaderlab.doctor import (
     shape_errors,
 )
 from loaderlab.doctor.findings import NB
-from loaderlab.doctor.probes import growth_after_start
+from loaderlab.doctor.speed import growth_after_start
 from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, state_of
 from loaderlab.failures import CrashingDataset
 

@@ -1,7 +1,8 @@
 """``python -m loaderlab doctor my_module:make_loader [--json]``: the doctor's command line.
 
-``--json`` prints the report as JSON (shape: ``loaderlab.doctor.report.JSON_SHAPE``). Exit status: 0 when no finding reaches ``--fail-on`` (default ``error``), 1 when one does,
-2 for a usage error (bad module path, a factory that is not callable or returns no DataLoader).
+``--json`` prints the report as JSON (shape: ``loaderlab.doctor.JSON_SHAPE``). Exit status: 0
+when no finding reaches ``--fail-on`` (default ``error``), 1 when one does, 2 for a usage error
+(bad module path, a factory that is not callable or returns no DataLoader), said in one sentence.
 """
 
 from __future__ import annotations
@@ -22,14 +23,10 @@ class UsageError(Exception):
 
 
 def resolve(target: str) -> Any:
-    """Return the object named by ``module.path:attribute`` (attribute may be dotted).
-
-    Raises ``UsageError`` with one sentence when the module or attribute cannot be found.
-    """
-    if not isinstance(target, str) or target.count(":") != 1:
-        raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
-    module_name, attribute = target.split(":")
-    if not module_name or not attribute:
+    """Return the object named by ``module.path:attribute`` (attribute may be dotted), or raise
+    ``UsageError`` with one sentence."""
+    module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if target.count(":") != 1 or not module_name or not attribute:
         raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -44,17 +41,8 @@ def resolve(target: str) -> Any:
     return obj
 
 
-def load_hook(target: str) -> Any:
-    """Return the ``between_epochs(loader, epoch)`` function named by ``module:function``."""
-    hook = resolve(target)
-    if not callable(hook):
-        raise UsageError(f"--between-epochs {target} is a {type(hook).__name__}, not a function")
-    return hook
-
-
 def load_loader(target: str) -> Any:
-    """Return the DataLoader named by ``target``: a DataLoader object, or a factory called with
-    no argument. Raises ``UsageError`` when it is neither or the factory returns something else."""
+    """Return the DataLoader named by ``target``: a DataLoader, or a factory called with no argument."""
     from torch.utils.data import DataLoader
 
     obj = resolve(target)
@@ -80,24 +68,24 @@ def load_loader(target: str) -> Any:
 def _parser() -> argparse.ArgumentParser:
     doc = argparse.ArgumentParser(prog="python -m loaderlab doctor",
                                   description="probe a DataLoader for the course's pitfalls and print a report")
-    doc.add_argument("target", help="module:factory (a function returning a DataLoader) or module:loader")
-    doc.add_argument("--fail-on", choices=("info", "warning", "error"), default="error",
-                     help="exit with status 1 when a finding has this severity or worse (default: error)")
-    doc.add_argument("--time-budget", type=float, default=15.0, help="seconds the probes may take (default 15)")
-    doc.add_argument("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
-    doc.add_argument("--workers", default="0,2,4", help="num_workers values to compare with yours (default 0,2,4)")
-    doc.add_argument("--step", type=float, default=0.0, help="seconds of your training step per batch (default 0)")
-    doc.add_argument("--probes", help="comma-separated probes to run (default: all)")
-    doc.add_argument("--between-epochs", help="module:function(loader, epoch) your loop calls between epochs")
-    doc.add_argument("--shm-mb", type=float, help="MB of /dev/shm where the loader will run (default: this machine's)")
-    doc.add_argument("--json", action="store_true", help="print the report as JSON (for CI)")
-    doc.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    add = doc.add_argument
+    add("target", help="module:factory (a function returning a DataLoader) or module:loader")
+    add("--fail-on", choices=("info", "warning", "error"), default="error",
+        help="exit with status 1 when a finding has this severity or worse (default: error)")
+    add("--time-budget", type=float, default=15.0, help="seconds the probes may take (default 15)")
+    add("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
+    add("--workers", default="0,2,4", help="num_workers values to compare with yours (default 0,2,4)")
+    add("--step", type=float, default=0.0, help="seconds of your training step per batch (default 0)")
+    add("--probes", help="comma-separated probes to run (default: all)")
+    add("--between-epochs", help="module:function(loader, epoch) your loop calls between epochs")
+    add("--shm-mb", type=float, help="MB of /dev/shm where the loader will run (default: this machine's)")
+    add("--json", action="store_true", help="print the report as JSON (for CI)")
+    add("--no-progress", action="store_true", help="do not show the progress bar")
     return doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``doctor`` with ``argv`` (after the command name); return the exit status
-    (0 clean, 1 findings, 2 usage error)."""
+    """Run ``doctor`` with ``argv`` (after the command name); return the exit status."""
     args = _parser().parse_args(argv)
     from loaderlab.doctor import PROBES, doctor
     from loaderlab.env import apply_start_method
@@ -115,14 +103,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--probes must be a comma-separated list drawn from {', '.join(PROBES)}")
         if args.shm_mb is not None and args.shm_mb <= 0:
             raise UsageError("--shm-mb must be > 0")
-        hook = load_hook(args.between_epochs) if args.between_epochs else None
+        hook = resolve(args.between_epochs) if args.between_epochs else None
+        if hook is not None and not callable(hook):
+            raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, not a function")
         loader = load_loader(args.target)
     except UsageError as exc:
         print(f"loaderlab doctor: {exc}", file=sys.stderr)
         return USAGE_ERROR
     report = doctor(
-        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers,
-        step_s=args.step, progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
+        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers, step_s=args.step,
+        progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
         shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
     )
     print(report.to_json() if args.json else report)

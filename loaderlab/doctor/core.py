@@ -14,7 +14,7 @@ from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 
 from loaderlab.checks.report import one_line
 from loaderlab.doctor.findings import PROBES, SEVERITIES, finding
-from loaderlab.doctor.probes import Budget, Doctor
+from loaderlab.doctor.probes import Doctor
 from loaderlab.doctor.report import Report
 from loaderlab.doctor.workers import copied
 from loaderlab.env import progress as progress_bar
@@ -121,7 +121,7 @@ def doctor(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_WORKER_WARNING, category=UserWarning)
         work, problem = working_copy(loader)
-        doc = Doctor(loader, work, problem, Budget(time_budget_s), max_batches, workers, float(step_s),
+        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s),
                      between_epochs, shm_bytes)
         try:
             for name in progress_bar(names, desc="doctor", total=len(names)) if progress else names:

@@ -29,36 +29,18 @@ from torch.utils.data.sampler import WeightedRandomSampler
 from loaderlab.checks.report import one_line
 from loaderlab.doctor import workers as wk
 from loaderlab.doctor.findings import Finding, finding
+from loaderlab.doctor.speed import MB, SpeedProbes
 from loaderlab.loaders import rebuild, stop_workers
-from loaderlab.measure import WorkerMemorySampler, live_workers
+from loaderlab.measure import Pass, timed_batches
 
-MB = 1024 * 1024
-MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
 STARTS_WORKERS = ("stream", "random", "persistent", "speed")
 NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run even when the budget is spent
-
-
-class Budget:
-    """Seconds left of the doctor's time budget."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.perf_counter() + seconds
-
-    def left(self) -> float:
-        return self.end - time.perf_counter()
 
 
 def samplers_of(loader: DataLoader) -> list[Any]:
     """Return the loader's sampler, batch sampler and the batch sampler's sampler (those set)."""
     found = [loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None)]
     return [s for s in found if s is not None]
-
-
-def start_method(loader: DataLoader) -> str:
-    ctx = loader.multiprocessing_context
-    if ctx is None:
-        return multiprocessing.get_start_method(allow_none=False)
-    return ctx if isinstance(ctx, str) else ctx.get_start_method()
 
 
 class _MainModuleFinder(pickle.Pickler):
@@ -108,23 +90,14 @@ def _tensors(obj: Any) -> list[Any]:
 
 
 def _container_mb(value: Any) -> float | None:
-    """Return the estimated size (MB) of a large Python container, or None if it is not one."""
+    """Return the estimated size (MB) of a Python container of 10,000+ objects, else None."""
     if isinstance(value, np.ndarray):
-        if value.dtype != object or value.size < 10_000:
-            return None
-        items: Any = value.reshape(-1)
-    elif isinstance(value, (list, tuple, dict, set)) and len(value) >= 10_000:
-        items = value
-    else:
+        value = value.reshape(-1) if value.dtype == object else ()
+    if not isinstance(value, (list, tuple, dict, set, np.ndarray)) or len(value) < 10_000:
         return None
-    size, step = len(items), max(1, len(items) // 64)
-    if isinstance(items, dict):
-        each = [sys.getsizeof(k) + sys.getsizeof(items[k]) for k in list(items)[::step][:64]]
-    elif isinstance(items, set):
-        each = [sys.getsizeof(x) for x, _ in zip(items, range(64), strict=False)]
-    else:
-        each = [sys.getsizeof(items[i]) for i in range(0, size, step)][:64]
-    mb = (sys.getsizeof(value) + size * (sum(each) / len(each))) / MB
+    first = list(itertools.islice(value.items() if isinstance(value, dict) else value, 64))
+    each = sum(sum(map(sys.getsizeof, x)) if isinstance(value, dict) else sys.getsizeof(x) for x in first) / 64
+    mb = (sys.getsizeof(value) + len(value) * each) / MB
     return mb if mb >= 4 else None
 
 
@@ -134,30 +107,19 @@ def _common(position_sets: list[set[int] | None]) -> tuple[int, int]:
     return (len(set.intersection(*sets)), len(sets)) if sets else (0, 0)
 
 
-def growth_after_start(sampler: WorkerMemorySampler, before: set[int], start: int | None) -> dict[int, float]:
-    """Return each new worker's USS growth (MB): its peak minus its first reading taken from
-    record ``start`` on (once every worker had delivered a batch); {} without 2 readings."""
-    if start is None:
-        return {}
-    readings: dict[int, list[float]] = {}
-    for r in sampler.records[start:]:
-        if r.role == "worker" and r.pid not in before:
-            readings.setdefault(r.pid, []).append(r.uss_mb)
-    return {pid: max(v) - v[0] for pid, v in readings.items() if len(v) >= 2}
-
-
-class Doctor:
+class Doctor(SpeedProbes):
     """The probes of one ``doctor(...)`` call; ``work`` is the loader over the copies (or None)."""
 
-    def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget: Budget,
+    def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
                  max_batches: int, workers: Sequence[int], step_s: float,
                  between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
-        self.loader, self.work, self.copy_problem, self.budget = loader, work, copy_problem, budget
+        self.loader, self.work, self.copy_problem, self.end = loader, work, copy_problem, time.perf_counter() + budget_s
         self.max_batches, self.workers, self.step_s, self.between_epochs = max_batches, workers, step_s, between_epochs
         self.shm_bytes = shm_bytes
         self.dataset = work.dataset if work is not None else None  # the copy: the only dataset probes fetch from
         self.iterable = isinstance(loader.dataset, IterableDataset)
-        self.method = start_method(loader)
+        ctx = loader.multiprocessing_context
+        self.method = getattr(ctx, "get_start_method", lambda: ctx)() if ctx else multiprocessing.get_start_method()
         self.findings: list[Finding] = []
         self.figures: dict[str, dict[str, Any]] = {}
         self.workers_ok = True  # False once pickling fails under spawn/forkserver
@@ -165,6 +127,10 @@ class Doctor:
         self.stream_duplicates = False
         self.startup_s = 0.0  # longest wait seen for a first item from new workers
         self.memory_workers = 0
+
+    def left(self) -> float:
+        """Return the seconds left of the time budget."""
+        return self.end - time.perf_counter()
 
     def add(self, code: str, severity: str | None = None, **figures: Any) -> None:
         self.findings.append(finding(code, severity, **figures))
@@ -201,9 +167,9 @@ class Doctor:
             return "skipped", "workers cannot start"
         if not self.batches_ok and probe in ("stream", "speed"):
             return "skipped", "batches cannot be collated"
-        if self.budget.left() <= 0 and probe not in NO_WORKERS:
+        if self.left() <= 0 and probe not in NO_WORKERS:
             return "skipped", "time budget spent"
-        if probe in ("stream", "random", "persistent") and self.budget.left() <= self.startup_s:
+        if probe in ("stream", "random", "persistent") and self.left() <= self.startup_s:
             return "skipped", f"time budget too short for another worker start-up ({self.startup_s:.1f} s)"
         return None
 
@@ -292,32 +258,27 @@ class Doctor:
 
     # -- streams: items an epoch delivers against items the stream holds ------------------------
     def stream(self) -> None:
-        loader, share = self.loader, max(1.0, self.budget.left() / 3)
+        loader, share = self.loader, max(1.0, self.left() / 3)
         held: Counter[str] = Counter()
         deadline = time.perf_counter() + share
-        for item in self.dataset:  # in this process: the whole stream, as get_worker_info() is None here
+        for count, item in enumerate(self.dataset, 1):  # here get_worker_info() is None: the whole stream
             held[wk.fingerprint(item)] += 1
-            if time.perf_counter() > deadline or sum(held.values()) >= 100_000:
-                self.figures["stream"] = {"counted": False, "held_at_least": sum(held.values())}
+            if time.perf_counter() > deadline or count >= 100_000:
+                self.figures["stream"] = {"counted": False, "held_at_least": count}
                 return
-        probe = rebuild(self.work, dataset=wk.ProbeIterable(self.dataset), collate_fn=wk.identity, persistent_workers=False)
+        probe = rebuild(self.work, dataset=wk.ProbeIterable(self.dataset), collate_fn=wk.identity,
+                        persistent_workers=False)
         delivered: Counter[str] = Counter()
-        sizes: list[int] = []
-        t0 = time.perf_counter()
-        iterator = iter(probe)
-        try:
-            for batch in iterator:
-                if not sizes and loader.num_workers:
-                    self.started(time.perf_counter() - t0)
-                items = batch if loader.batch_size is not None else [batch]
-                sizes.append(len(items))
-                delivered.update(fp for _worker, fp in items)
-                if time.perf_counter() > t0 + self.startup_s + share:
-                    self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
-                    return
-        finally:
-            stop_workers(iterator)
-            del iterator
+        sizes, run = [], Pass()
+        for batch in timed_batches(probe, run, seconds=share, kill=True):
+            items = batch if loader.batch_size is not None else [batch]
+            sizes.append(len(items))
+            delivered.update(fp for _worker, fp in items)
+        if loader.num_workers and run.batches:
+            self.started(run.first_batch_s)
+        if not run.finished:
+            self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
+            return
         n_held, n_delivered = sum(held.values()), sum(delivered.values())
         extra = sum(max(0, c - held[fp]) for fp, c in delivered.items() if fp in held)
         lost = max(0, n_held - (n_delivered - extra))
@@ -369,7 +330,7 @@ class Doctor:
                 iterators = {epoch: iter(probe) for epoch, probe in enumerate(loaders)}
             for epoch, probe in enumerate(loaders):
                 if not together:
-                    if epoch and self.budget.left() <= self.startup_s:
+                    if epoch and self.left() <= self.startup_s:
                         break
                     t0 = time.perf_counter()
                     iterators[epoch] = iter(probe)
@@ -491,115 +452,3 @@ class Doctor:
         for name, (n, mb) in found.items():
             self.add("memory.python_container", "warning" if self.loader.num_workers else "info",
                      name=name, items=n, mb=round(mb, 1))
-
-    # -- speed and worker memory ----------------------------------------------------------------
-    def speed(self) -> None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        user = self.loader.num_workers
-        if user > cores:
-            self.add("speed.workers_over_cores", workers=user, cores=cores)
-        counts = [user] if self.stream_duplicates else list(dict.fromkeys([user, *self.workers]))
-        if 0 in counts:  # 0 first: it starts no worker, and what a batch costs decides the rest
-            counts = [0, *(w for w in counts if w)]
-        passes: dict[int, wk.Pass] = {}
-        growth: dict[int, float] = {}
-        i = 0
-        while i < len(counts):
-            w = counts[i]
-            share = self.budget.left() / (len(counts) - i)
-            if passes and w != user and (share < 0.5 or (w > 0 and self.budget.left() <= self.startup_s)):
-                break  # your own setting is always measured
-            copy = rebuild(self.work, num_workers=w, persistent_workers=False)
-            self._timed(copy, w, share, passes, growth, counts)
-            if w and passes[w].waits_s:
-                self.started(passes[w].waits_s[0])
-            if w == 0:
-                counts = self._worth_a_pass(counts, passes[0])
-            i += 1
-        self._speed_findings(passes, growth, user)
-        self._fetch_costs()
-
-    def _worth_a_pass(self, counts: list[int], zero: wk.Pass) -> list[int]:
-        """Return the counts still worth a pass once 0 workers measured a batch's cost: more
-        workers than yours only when a batch costs ``MATERIAL_MS`` or more; one 2+ pass for memory."""
-        rate = zero.steady_samples_per_s
-        if rate is None or 1000 * (sum(zero.sizes) / len(zero.sizes)) / rate >= MATERIAL_MS:
-            return counts
-        kept = [w for w in counts if w <= self.loader.num_workers]
-        return kept if any(w >= 2 for w in kept) else kept + [w for w in counts if w >= 2][:1]
-
-    def _timed(self, copy: DataLoader, w: int, share: float, passes: dict[int, wk.Pass], growth: dict[int, float],
-               planned: list[int]) -> None:
-        """Time one pass; one pass with 2+ workers also samples the workers' memory (not yours
-        when another is planned: the sampler's thread takes CPU from the timing)."""
-        user = self.loader.num_workers
-        others = [c for c in planned if c >= 2 and c != user]
-        if not (w >= 2 and not growth and (w != user or not others)):
-            passes[w] = wk.timed_pass(copy, self.max_batches, share, self.step_s)
-            return
-        before = {p.pid for p in live_workers()}
-        marks: list[int] = []
-
-        def read_memory(count: int) -> None:
-            if count == w:  # every worker has delivered a batch: start-up is behind them
-                marks.append(len(sampler.records))
-            if count >= w and (count - w) % 8 == 0:
-                sampler.sample()
-
-        with WorkerMemorySampler(interval_s=0.1) as sampler:
-            passes[w] = wk.timed_pass(copy, self.max_batches, share, self.step_s, on_batch=read_memory)
-        self.memory_workers = w
-        growth.update(growth_after_start(sampler, before, marks[0] if marks else None))
-
-    def _speed_findings(self, passes: dict[int, wk.Pass], growth: dict[int, float], user: int) -> None:
-        stretches = {w: p.stretch_rates() for w, p in passes.items()}
-        medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
-        self.figures["speed"] = {
-            "samples_per_s": {w: round(p.steady_samples_per_s, 1) if p.steady_samples_per_s else None
-                              for w, p in passes.items()},
-            "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
-            "batches": {w: p.batches for w, p in passes.items()},
-            "first_batch_s": {w: round(p.waits_s[0], 3) if p.waits_s else None for w, p in passes.items()},
-        }
-        if growth:
-            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
-            if max(growth.values()) >= 32:
-                self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
-                         batches=passes[self.memory_workers].batches)
-        mine = medians.get(user)
-        if not mine:
-            self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
-            return
-        best_w = max(medians, key=medians.get)  # type: ignore[arg-type]
-        best = medians[best_w]
-        sizes = passes[user].sizes
-        zero = medians.get(0)
-        cost_ms = 1000 * (sum(sizes) / len(sizes)) / (zero or mine)  # making a batch, in one process
-        beyond_noise = min(stretches[best_w]) > max(stretches[user]) and best >= 1.5 * mine
-        self.figures["speed"].update(speedup_best=round(best / mine, 2), batch_cost_ms=round(cost_ms, 2),
-                                     beyond_noise=beyond_noise)
-        if best_w == user or not beyond_noise:
-            return
-        figures = dict(best=best_w, best_rate=best, rate=mine, workers=user, speedup=round(best / mine, 1),
-                       repeats=len(stretches[user]))
-        if best_w > user and cost_ms >= MATERIAL_MS:
-            self.add("speed.more_workers", **figures)
-        elif best_w < user:
-            self.add("speed.workers_slower", **figures)
-
-    def _fetch_costs(self) -> None:
-        n, bs, ds = self._len(), self.loader.batch_size, self.dataset
-        if self.iterable or not n or self.budget.left() <= 0:
-            return
-        indices = [(j * n) // min(n, 16) for j in range(min(n, 16))]
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        for i in indices:
-            ds[i]
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        per_item_ms, share = 1000 * wall / len(indices), (cpu / wall if wall > 0 else 0.0)
-        self.figures["fetch"] = {"per_item_ms": round(per_item_ms, 3), "cpu_share": round(share, 2)}
-        if bs and bs >= 16 and per_item_ms < 0.2 and not callable(getattr(ds, "__getitems__", None)):
-            self.add("speed.batched_fetch", us=per_item_ms * 1000, batch_size=bs)
-        if per_item_ms >= 2.0 and share >= 0.7 and not hasattr(ds, "cache"):
-            self.add("speed.caching", ms=per_item_ms, share=share)
-

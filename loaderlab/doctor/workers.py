@@ -13,17 +13,14 @@ import copy
 import hashlib
 import io
 import pickle
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from loaderlab.datasets import AttributeForwarding
-from loaderlab.loaders import batch_size_of, stop_workers
 
 _SCALARS = (int, float, str, bytes, bool, type(None), np.number, np.bool_)
 
@@ -187,82 +184,6 @@ class ProbeIterable(AttributeForwarding, IterableDataset):
         worker = _worker_id()
         for item in self._inner:
             yield worker, fingerprint(item)
-
-
-@dataclass
-class Pass:
-    """What ``timed_pass`` measured over one (possibly cut) pass of a loader."""
-
-    num_workers: int
-    sizes: list[int] = field(default_factory=list)
-    waits_s: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    finished: bool = False  # the loader ran out (a whole epoch was seen)
-
-    @property
-    def batches(self) -> int:
-        return len(self.sizes)
-
-    @property
-    def steady_samples_per_s(self) -> float | None:
-        """Samples per second once every worker delivered its first batch (start-up excluded);
-        None when fewer than 2 batches are left to time."""
-        skip = max(1, self.num_workers)  # each worker's first batch includes its start-up
-        if len(self.sizes) < skip + 2 or sum(self.waits_s[skip:]) <= 0:
-            return None
-        return sum(self.sizes[skip:]) / sum(self.waits_s[skip:])
-
-    def stretch_rates(self, stretches: int = 3, least: int = 3) -> list[float]:
-        """Return samples/s over ``stretches`` consecutive stretches of the steady pass (a repeat
-        of the measurement each), or [] when a stretch would hold fewer than ``least`` batches."""
-        skip = max(1, self.num_workers)
-        sizes, waits = self.sizes[skip:], self.waits_s[skip:]
-        each = len(sizes) // stretches
-        if each < least:
-            return []
-        cut = [slice(i * each, (i + 1) * each) for i in range(stretches)]
-        return [sum(sizes[c]) / max(sum(waits[c]), 1e-9) for c in cut]
-
-
-def timed_pass(
-    loader: DataLoader,
-    max_batches: int,
-    seconds: float,
-    step_s: float = 0.0,
-    on_batch: Callable[[int], Any] | None = None,
-) -> Pass:
-    """Return the batch sizes and main-process waits of one pass over ``loader``, stopped after
-    ``max_batches`` batches or ``seconds`` after the first batch arrived (worker start-up is
-    not counted against the pass, so a slow ``spawn`` start still leaves time to measure).
-
-    The workers are shut down even when the pass is cut short. ``on_batch(n)`` is called after
-    the n-th batch, outside the timed wait (e.g. to read the workers' memory while they are alive).
-    """
-    result = Pass(loader.num_workers)
-    start = time.perf_counter()
-    deadline = float("inf")
-    iterator = iter(loader)
-    try:
-        while result.batches < max_batches and time.perf_counter() < deadline:
-            t0 = time.perf_counter()
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                result.finished = True
-                break
-            result.waits_s.append(time.perf_counter() - t0)
-            result.sizes.append(batch_size_of(batch))
-            if result.batches == 1:
-                deadline = time.perf_counter() + seconds
-            if on_batch is not None:
-                on_batch(result.batches)
-            if step_s:
-                time.sleep(step_s)
-    finally:
-        stop_workers(iterator)
-        del iterator
-    result.seconds = time.perf_counter() - start
-    return result
 
 
 def _share(tensor: torch.Tensor) -> torch.Tensor:
