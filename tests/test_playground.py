@@ -1,0 +1,71 @@
+"""Notebook 18's playground without a browser: the dataset's costs, the DataLoader the settings
+make, a bounded run over several epochs, and the model's limits (notebooks/lesson18*.py)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import pytest
+from course_code import lesson
+
+pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+
+
+def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
+    dataset = lesson("lesson18").SyntheticSamples(n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05, slow_ms=30.0)
+    slow = [i for i in range(200) if dataset.is_slow(i)]
+    assert 5 <= len(slow) <= 15 and slow == [i for i in range(200) if dataset.is_slow(i)]
+    fast = next(i for i in range(200) if not dataset.is_slow(i))
+    start = time.perf_counter()
+    x, y = dataset[fast]
+    assert time.perf_counter() - start >= 0.005 and x.shape == (64,) and float(x[0]) == fast and y == fast % 2
+    start = time.perf_counter()
+    dataset[slow[0]]
+    assert time.perf_counter() - start >= 0.035
+
+
+def test_loader_call_and_build_loader_follow_the_settings():
+    module = lesson("lesson18_b")
+    s = replace(module.PRESETS["spiky reads"], in_order=False, persistent_workers=False)
+    assert module.loader_call(s) == ("DataLoader(dataset, batch_size=8, num_workers=2, prefetch_factor=2, "
+                                     "persistent_workers=False, in_order=False)")
+    assert module.loader_call(module.PRESETS["in-memory tensors"]) == "DataLoader(dataset, batch_size=64, num_workers=0)"
+    loader = module.build_loader(replace(s, pin_memory=True), collate_fn=None)
+    assert (loader.batch_size, loader.num_workers, loader.prefetch_factor, len(loader)) == (8, 2, 2, 8)
+    assert not loader.in_order and not loader.persistent_workers
+    main = module.build_loader(module.PRESETS["in-memory tensors"], collate_fn=None)
+    assert main.num_workers == 0 and main.prefetch_factor is None
+
+
+def test_predict_names_the_binding_limit():
+    module = lesson("lesson18_b")
+    cpu = module.predict(module.PRESETS["CPU-bound decode"], free_cores=1.0)
+    assert cpu["binds"] == "free cores" and cpu["samples_per_s"] == pytest.approx(250)
+    assert cpu["wait_share"] == pytest.approx(1 - 250 / 800)
+    reads = module.predict(module.PRESETS["slow network reads"], free_cores=2.0)
+    assert reads["binds"] == "workers" and reads["samples_per_s"] == pytest.approx(2000 / 20.2)
+    plenty = module.predict(replace(module.PRESETS["slow network reads"], num_workers=8, step_ms=60), 2.0)
+    assert plenty["binds"] == "step" and plenty["wait_share"] == 0.0
+    memory = module.predict(module.PRESETS["in-memory tensors"], free_cores=2.0)
+    assert memory["samples_per_s"] == pytest.approx(3200) and memory["wait_share"] == 0.0
+    nothing = module.predict(replace(module.PRESETS["in-memory tensors"], step_ms=0.0), free_cores=2.0)
+    assert math.isinf(nothing["samples_per_s"]) and nothing["wait_share"] == 0.0
+    assert module.ideal(module.PRESETS["CPU-bound decode"], free_cores=2.0) == pytest.approx(500)
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
+    module = lesson("lesson18_b")
+    s = module.Settings(cpu_ms=0.0, io_ms=1.0, batch_size=2, num_workers=1, persistent_workers=persistent, step_ms=5.0)
+    seen = []
+    result = module.run(s, seconds=0.3, on_progress=seen.append)
+    timeline = result["timeline"]
+    assert len(timeline.records) > 8  # more than one epoch of 8 batches
+    assert [r["batch"] for r in timeline.records] == list(range(len(timeline.records)))
+    assert all(a["received"] <= b["requested"] for a, b in zip(timeline.records[:-1], timeline.records[1:], strict=True))
+    assert seen[-1] == 1.0 and timeline.batches_per_worker() == {0: len(timeline.records)}
+    got = module.measured(result)
+    assert 0 < got["samples_per_s"] < 2 / 0.005 * 1.2 and 0 <= got["wait_share"] < 1
+    assert not persistent or any(r.role == "worker" for r in result["memory"])  # read every 0.25 s
