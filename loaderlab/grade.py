@@ -34,7 +34,7 @@ from loaderlab.checks.report import FAIL, PASS, PENDING
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside loaderlab/
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
-IMPORTS = re.compile(r"^(from loaderlab[\w.]* import [^(\n]+|import loaderlab[\w.]*)$", re.M)
+IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 
 

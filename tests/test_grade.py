@@ -148,3 +148,10 @@ def test_a_usage_error_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys,
     out, err = capsys.readouterr()
     assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "g.csv").exists()
+
+
+def test_every_lab_names_its_lab_in_its_metadata():
+    for path in sorted((ROOT / "labs").glob("*.ipynb")):
+        meta = nbformat.read(path, as_version=4).metadata.get("loaderlab", {})
+        assert meta.get("lab") == path.name[:2], f"{path.name}: run tools/make_labs.py"
+        assert grade.official_lab(meta["lab"]) is not None
