@@ -58,9 +58,17 @@ def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
         assert time.monotonic() - start < 3
 
 
-def test_an_index_that_serves_torch_answers(tmp_path):
+def _record_pip(monkeypatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(install, "pip", lambda args: calls.append(args) or 0)
+    return calls
+
+
+def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monkeypatch):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "index.html").write_text("<a href='torch-2.13.0+cpu.whl'>torch</a>")
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(TORCH_PIN)
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *args, **kwargs):
@@ -75,6 +83,11 @@ def test_an_index_that_serves_torch_answers(tmp_path):
     try:
         assert install.answers(f"http://127.0.0.1:{server.server_address[1]}/", timeout=5)
         assert not install.answers(f"http://127.0.0.1:{server.server_address[1]}/", project="nothing", timeout=5)
+        index = f"http://127.0.0.1:{server.server_address[1]}/"
+        calls = _record_pip(monkeypatch)
+        assert install.torch_first(requirements, index, ["--dry-run"]) is True
+        assert calls == [["install", *install.QUIET, "--dry-run", "--timeout", "30", "--retries", "1",
+                          "--index-url", index, TORCH_PIN.strip()]]
     finally:
         server.shutdown()
         server.server_close()
@@ -92,18 +105,17 @@ def test_torch_index_choice(environ, platform, index):
     assert install.torch_index(environ, platform) == index
 
 
-def test_offline_installs_from_the_wheelhouse_only(tmp_path):
+def test_offline_installs_from_the_wheelhouse_only(tmp_path, monkeypatch, capsys):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(TORCH_PIN)
-    result, _ = _setup("--offline", "--wheelhouse", str(tmp_path / "missing"), "--requirements", str(requirements))
-    assert result.returncode == 1 and "OFFLINE=1: no torch wheel in" in result.stdout
-    assert "+ pip" not in result.stdout
+    calls = _record_pip(monkeypatch)
+    assert install.setup(requirements, True, tmp_path / "missing", dry_run=True) == 1
+    assert calls == [] and "OFFLINE=1: no torch wheel in" in capsys.readouterr().out
     (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
-    result, _ = _setup("--offline", "--wheelhouse", str(tmp_path), "--requirements", str(requirements))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines() == [
-        f"+ pip install --disable-pip-version-check -q --dry-run --no-index --find-links {tmp_path} -r {requirements}"]
-    assert "did not answer" not in result.stdout  # offline: no probe either
+    monkeypatch.setattr(install, "answers", lambda *a, **k: pytest.fail("offline must not probe an index"))
+    assert install.setup(requirements, True, tmp_path, dry_run=True) == 0
+    assert calls == [["install", *install.QUIET, "--dry-run", "--no-index", "--find-links", str(tmp_path),
+                      "-r", str(requirements)]]
 
 
 def _schema_errors(overrides: dict) -> list[str]:
