@@ -151,7 +151,7 @@ def check_start_method() -> Result:
 
 
 def check_kernel() -> Result:
-    fix = f"`make setup` registers it (.venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL})"
+    fix = f".venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL} --display-name \"Python ({KERNEL})\""
     try:
         specs = kernel_specs()
     except Exception as exc:
@@ -174,7 +174,7 @@ def _lab_server():
 def check_lab() -> Result:
     """JupyterLab starts (tools/lab_server.py, as `make lab`), serves the course with the
     classroom settings, and stops leaving no process."""
-    fix = "`make setup` (re)installs JupyterLab and the course's settings; `make lab` shows its log"
+    fix = "`make clean setup` reinstalls JupyterLab and the course's settings (jupyter/); `make lab` shows its log"
     if not (ROOT / "tools" / "lab_server.py").is_file():
         return Result(FAIL, "tools/lab_server.py is missing: run preflight from the course folder", fix)
     problems, start = [], time.monotonic()

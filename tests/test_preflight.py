@@ -52,7 +52,7 @@ def test_kernel_not_registered_here_fails_with_its_fix(monkeypatch, capsys, spec
     assert preflight.main(["--skip", "lab,loader,torch"]) == 1
     failed = [line for line in _lines(capsys) if line.startswith("❌")]
     assert len(failed) == 1 and failed[0].split()[1] == "kernel"
-    assert says in failed[0] and "fix: `make setup` registers it" in failed[0]
+    assert says in failed[0] and "fix: .venv/bin/python -m ipykernel install --sys-prefix --name loaderlab" in failed[0]
 
 
 def test_a_broken_check_or_bad_option_is_one_line(monkeypatch, capsys):
