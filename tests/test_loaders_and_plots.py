@@ -9,11 +9,11 @@ from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 import loaderlab
 from loaderlab import plots
+from loaderlab._validate import require_seconds
 from loaderlab.datasets import LatencyDataset
 from loaderlab.loaders import (
     batch_size_of,
     rebuild,
-    require_seconds,
     same_batch,
     same_batches,
     stop_workers,

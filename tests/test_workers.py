@@ -1,4 +1,4 @@
-"""Unit tests for loaderlab.workers: counts and ratios, not wall-clock luck."""
+"""Unit tests for the instruments notebooks 01, 03 and 15 use (loaderlab.measure): counts and ratios, not wall-clock luck."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from torch.utils.data import DataLoader
 
 import loaderlab
 from loaderlab.datasets import LatencyDataset
-from loaderlab.workers import (
+from loaderlab.measure import (
     SharedMemoryWatcher,
     batches_in_flight,
     host_to_device_seconds,

@@ -30,7 +30,6 @@ import contextlib
 import multiprocessing
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +40,8 @@ from torch.utils.data import DataLoader, Dataset
 from loaderlab._validate import require_loader, require_positive
 from loaderlab.checks.report import Wrong, checker, one_line
 from loaderlab.env import can_fork
-from loaderlab.loaders import rebuild, stop_workers
+from loaderlab.loaders import rebuild
+from loaderlab.measure import timed_pass
 
 GIVE_UP_S = 3.0  # a real client waits for ever; this one raises TimeoutError after this
 LOADER_TIMEOUT_S = 5.0  # DataLoader(timeout=...) the check adds when the loader has none
@@ -190,28 +190,19 @@ def epoch_with_lock_held(loader: DataLoader) -> EpochUnderLock:
         raise TypeError("loader.dataset must have a ResourceClient in .client (the lab's ClientDataset)")
     bounded = _bounded(loader)
     method = _method_name(bounded.multiprocessing_context)
+    with client.held_in_background():  # the pass timer kills the workers of an epoch cut short
+        run = timed_pass(bounded, seconds=EPOCH_LIMIT_S, count_startup=True, keep=True, catch=True,
+                         kill=True, close=True)
     rows: list[list[int]] = []
-    error = None
-    start = time.perf_counter()
-    with client.held_in_background():
-        iterator = None
-        try:
-            iterator = iter(bounded)
-            for batch in iterator:
-                rows.extend(torch.as_tensor(batch).reshape(-1, 3).tolist())
-                if time.perf_counter() - start > EPOCH_LIMIT_S:
-                    raise TimeoutError(f"the epoch did not finish within {EPOCH_LIMIT_S:g} s")
-        except Exception as exc:  # the failure is the measurement
-            error = one_line(exc)
-            exc.__traceback__ = None
-        finally:
-            if iterator is not None and not bounded.persistent_workers:
-                stop_workers(iterator)
-            if bounded._iterator is not None:
-                bounded._iterator._shutdown_workers()
-                bounded._iterator = None
-            del iterator
-    return EpochUnderLock(rows, error, time.perf_counter() - start, method)
+    error = one_line(run.error) if run.error is not None else None
+    if error is None and not run.finished:
+        error = f"TimeoutError: the epoch did not finish within {EPOCH_LIMIT_S:g} s"
+    try:
+        for batch in run.values:
+            rows.extend(torch.as_tensor(batch).reshape(-1, 3).tolist())
+    except Exception as exc:  # not the rows ResourceClient.read returns
+        error = error or one_line(exc)
+    return EpochUnderLock(rows, error, run.seconds, method)
 
 
 def _lab_dataset(make_dataset: Any) -> Dataset:

@@ -19,7 +19,8 @@ from torch.utils.data import DataLoader, Sampler
 from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork, start_method
-from loaderlab.loaders import rebuild, same_batch, stop_workers
+from loaderlab.loaders import rebuild, same_batch
+from loaderlab.measure import timed_pass
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
 N_SAMPLES = 50
@@ -78,14 +79,10 @@ def manual_batches(
 
 
 def collect_batches(loader: DataLoader) -> list[Any]:
-    """Return all batches of one pass over ``loader``; its workers are shut down even when the
-    pass raises (an exception's traceback would otherwise keep the iterator, and so the
-    workers, alive until the next garbage collection)."""
-    iterator = iter(loader)
-    try:
-        return list(iterator)
-    finally:
-        stop_workers(iterator)
+    """Return all batches of one pass over ``loader``; the pass timer stops its workers, also
+    when the pass raises (a traceback would otherwise keep them alive until the next garbage
+    collection) and when they persist."""
+    return timed_pass(loader, keep=True, close=True).values
 
 
 def _requested_order(loader: DataLoader) -> list[int]:

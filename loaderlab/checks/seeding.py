@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork
+from loaderlab.measure import timed_pass
 
 HINT = "Hint: notebook 07, section 'Fixes: reseed in `worker_init_fn`, or build the generator in the worker'"
 HINT_RUNS = "Hint: notebook 07, section 'The same data in two runs: `generator=`, and `num_workers` with it'"
@@ -111,14 +112,8 @@ def seeding_run(
     )
     values, workers, rng_changed, np_changed = [], [], False, False
     try:
-        for _ in range(epochs):
-            iterator = iter(loader)
-            try:
-                rows = torch.cat(list(iterator))
-            finally:
-                if not persistent_workers:  # even after an error: no worker outlives the check
-                    iterator._shutdown_workers()
-                del iterator
+        for _ in range(epochs):  # the pass timer stops workers that do not persist, even after an error
+            rows = torch.cat(timed_pass(loader, keep=True).values)
             values.append(rows[:, 0].tolist())
             workers.append([int(w) for w in rows[:, 1].tolist()])
             rng_changed |= bool(rows[:, 2].any())

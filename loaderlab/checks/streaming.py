@@ -14,7 +14,7 @@ import collections
 import contextlib
 import operator
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -23,7 +23,7 @@ from torch.utils.data._utils import worker as _worker
 
 from loaderlab.checks.loops import worker_start_method
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.loaders import stop_workers
+from loaderlab.measure import timed_pass
 
 HINT_WORKERS = "Hint: notebook 11, section '2. Shard the stream per worker'."
 HINT_RANKS = "Hint: notebook 11, section '5. Distributed: shard by rank *and* worker'."
@@ -79,16 +79,12 @@ def _read(dataset: IterableDataset, num_workers: int, limit: int, where: str) ->
     with warnings.catch_warnings():
         # 3 workers on a 2-core machine warn; the warning depends on the machine, not the answer
         warnings.filterwarnings("ignore", message="This DataLoader will create")
-        iterator = iter(DataLoader(dataset, batch_size=None, num_workers=num_workers, **context))
-    try:
-        return _take(iterator, limit, where)
-    finally:
-        # When a worker raised (or we stopped early), the traceback keeps the iterator alive and
-        # its __del__ would stop the workers only at the next garbage collection: stop them now.
-        stop_workers(iterator)
+        loader = DataLoader(dataset, batch_size=None, num_workers=num_workers, **context)
+        # the pass timer stops the workers, also when a worker raised or the stream ran on
+        return _take(timed_pass(loader, limit + 1, keep=True).values, limit, where)
 
 
-def _take(iterator: Iterator[Any], limit: int, where: str) -> list[int]:
+def _take(iterator: Iterable[Any], limit: int, where: str) -> list[int]:
     items = []
     for value in iterator:
         items.append(_item(value, where))

@@ -1,22 +1,22 @@
-"""Measuring instruments: throughput, per-worker memory, worker timelines, live workers."""
+"""The pass timer and what is built on it: ``timed_batches`` / ``timed_pass`` fill a ``Pass``
+(used by ``throughput``, ``Tracer``, ``WorkerMemorySampler.watch``, the checkers and the doctor);
+``Tracer`` and its ``Timeline`` (notebooks 00, 01, 03, 04, 16); ``overlap_fraction`` (01);
+``batches_in_flight`` and ``host_to_device_seconds`` (03)."""
 
 from __future__ import annotations
 
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
-import psutil
+import torch
 from torch.utils.data import DataLoader, default_collate, get_worker_info
 
 from loaderlab._validate import require_loader, require_positive, require_seconds
 from loaderlab.loaders import batch_size_of, rebuild, stop_workers
-
-_HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 
 
 def _as_step(step: Callable[[Any], Any] | float | None) -> Callable[[Any], Any] | None:
@@ -28,86 +28,6 @@ def _as_step(step: Callable[[Any], Any] | float | None) -> Callable[[Any], Any] 
         raise ValueError(f"step must be >= 0 seconds, got {step}")
     seconds = float(step)
     return lambda _batch: time.sleep(seconds)
-
-
-def _is_helper(proc: psutil.Process, parent_pid: int) -> bool:
-    # The resource tracker and the forkserver are direct children of the process that uses
-    # them. Forkserver *workers* carry the forkserver's command line too, but are its children.
-    try:
-        cmdline = " ".join(proc.cmdline())
-        return proc.ppid() == parent_pid and any(marker in cmdline for marker in _HELPER_MARKERS)
-    except (psutil.Error, OSError):
-        return False
-
-
-def live_workers() -> list[psutil.Process]:
-    """Return the worker processes alive under this process (multiprocessing's resource
-    tracker and forkserver, which serve every worker, are not counted; the workers that a
-    forkserver starts are)."""
-    me = os.getpid()
-    try:
-        children = psutil.Process(me).children(recursive=True)
-    except psutil.Error:
-        return []
-    alive = []
-    for child in children:
-        try:
-            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE and not _is_helper(child, me):
-                alive.append(child)
-        except psutil.Error:
-            continue
-    return alive
-
-
-def _busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy since boot (all cores)."""
-    t = psutil.cpu_times()
-    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
-
-
-def _own_seconds() -> float:
-    """CPU seconds used by this process, its reaped children and its live descendants."""
-    me = psutil.Process()
-    times = me.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in me.children(recursive=True):
-        try:
-            t = child.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            continue
-    return total
-
-
-class OthersCpu:
-    """How many cores the rest of the machine kept busy while a block ran.
-
-    ``with OthersCpu() as others: ...`` then ``others.cores``: the machine's busy CPU time
-    minus this process's and its descendants' (workers, a forkserver), per second of the
-    block. Start it while the workers you measure are alive (persistent workers): a process
-    of ours that starts and exits inside the block is counted as someone else's.
-    """
-
-    def __enter__(self) -> OthersCpu:
-        self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
-        self.cores = 0.0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        t0, busy0, own0 = self._start
-        elapsed = time.perf_counter() - t0
-        others = (_busy_seconds() - busy0) - (_own_seconds() - own0)
-        self.cores = max(0.0, others / elapsed) if elapsed > 0 else 0.0
-
-
-def wait_for_workers_to_exit(timeout_s: float = 5.0) -> int:
-    """Wait up to ``timeout_s`` for worker processes to exit; return how many are still alive."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = live_workers()
-        if not alive or time.monotonic() >= deadline:
-            return len(alive)
-        time.sleep(0.05)
 
 
 # ------------------------------------------------------------------------ the pass timer
@@ -199,6 +119,7 @@ def timed_batches(
     keep: bool = False,
     catch: bool = False,
     kill: bool = False,
+    close: bool = False,
     iterator: Iterator[Any] | None = None,
     before_stop: Callable[[], Any] | None = None,
 ) -> Iterator[Any]:
@@ -212,8 +133,9 @@ def timed_batches(
     Batches of a ``TracedCollate`` are unwrapped (their worker metadata goes to ``run.metas``).
 
     In a ``finally``, after ``before_stop()``: a DataLoader's workers are shut down, unless they
-    persist (then the loader keeps them); ``kill`` terminates the workers of a pass that did not
-    finish first (a stuck worker would make the shutdown wait 5 s), persistent or not.
+    persist (then the loader keeps them; ``close`` shuts them down too); ``kill`` terminates the
+    workers of a pass that did not finish first (a stuck worker would make the shutdown wait
+    5 s), persistent or not.
     """
     require_positive(max_batches, "max_batches", allow_none=True)
     if seconds is not None:
@@ -260,10 +182,10 @@ def timed_batches(
         finally:
             if isinstance(batches, DataLoader):
                 cut = kill and not run.finished
-                if cut or not batches.persistent_workers:
+                if cut or close or not batches.persistent_workers:
                     stop_workers(iterator, kill=cut)
-                if cut and batches._iterator is iterator:
-                    batches._iterator = None  # the next pass starts new workers
+                    if batches._iterator is iterator:
+                        batches._iterator = None  # the next pass starts new workers
             del iterator
 
 
@@ -277,7 +199,8 @@ def timed_pass(
 ) -> Pass:
     """Return the ``Pass`` of one pass over ``loader``: ``step`` runs on each batch (a callable,
     or seconds of sleep), ``on_batch(n)`` after the n-th batch. ``max_batches``, ``seconds``
-    and ``options`` (``count_startup``, ``keep``, ``catch``, ``kill``) as in ``timed_batches``."""
+    and ``options`` (``count_startup``, ``keep``, ``catch``, ``kill``, ``close``, ``iterator``) as
+    in ``timed_batches``."""
     step_fn = _as_step(step)
     run = Pass()
     batches = timed_batches(loader, run, max_batches, seconds, **options)
@@ -317,243 +240,6 @@ def traceback_tail(exc: BaseException) -> str | None:
         tb = tb.tb_next
     code = tb.tb_frame.f_code
     return f"{os.path.basename(code.co_filename)}:{tb.tb_lineno} in {code.co_name}"
-
-
-# ------------------------------------------------------------------------ memory sampler
-
-
-@dataclass
-class MemoryRecord:
-    """One reading of one process: seconds since the sampler started, and memory in MB."""
-
-    t: float
-    pid: int
-    role: str  # "main" or "worker"
-    rss_mb: float
-    uss_mb: float
-    pss_mb: float | None
-
-
-_Sampler = TypeVar("_Sampler", bound="BackgroundSampler")
-
-
-class BackgroundSampler:
-    """Base of the instruments that read something every ``interval_s`` seconds in a
-    background thread while a ``with`` block runs: subclasses define ``sample()`` (one
-    reading) and may override ``_begin()`` (baseline readings, taken before the thread starts).
-    """
-
-    thread_name = "loaderlab-sampler"
-
-    def __init__(self, interval_s: float) -> None:
-        require_positive(interval_s, "interval_s", integer=False)
-        self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def sample(self) -> None:
-        """Take one reading now."""
-        raise NotImplementedError
-
-    def _begin(self) -> None:
-        """Reset and take baselines; called on entering the ``with`` block."""
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
-
-    def __enter__(self: _Sampler) -> _Sampler:
-        self._begin()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-
-class MemoryGate:
-    """A ``worker_init_fn`` that holds each new worker until the sampler that made it has
-    read it once (``WorkerMemorySampler.gate``), so that first reading precedes any fetch.
-
-    It pickles (an Event of the spawn context, which fork, spawn and forkserver workers all
-    accept). Call it from your own ``worker_init_fn`` to run more code after the gate.
-    """
-
-    def __init__(self, timeout_s: float = 60.0) -> None:
-        import multiprocessing
-
-        require_positive(timeout_s, "timeout_s", integer=False)
-        context = multiprocessing.get_context("spawn")
-        self.timeout_s = timeout_s
-        self._event, self._arrived = context.Event(), context.Semaphore(0)
-
-    def __call__(self, worker_id: int) -> None:
-        self._arrived.release()
-        self._event.wait(self.timeout_s)
-
-    def wait_for(self, num_workers: int) -> None:
-        """Return once ``num_workers`` workers wait at the gate; raise after ``timeout_s``."""
-        deadline = time.monotonic() + self.timeout_s
-        for arrived in range(num_workers):
-            if not self._arrived.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                raise RuntimeError(f"{arrived} of {num_workers} workers reached the gate within "
-                                   f"{self.timeout_s:.0f} s: build the loader with worker_init_fn=mem.gate")
-
-    def open(self) -> None:
-        """Let the waiting workers (and every later one) go on."""
-        self._event.set()
-
-    def close(self) -> None:
-        """Make workers started from now on wait again."""
-        self._event.clear()
-        while self._arrived.acquire(block=False):  # arrivals of an earlier pass
-            pass
-
-    def __repr__(self) -> str:
-        return f"MemoryGate(open={self._event.is_set()})"
-
-
-class WorkerMemorySampler(BackgroundSampler):
-    """Context manager that samples USS, PSS and RSS of this process and its workers.
-
-    A background thread reads every live worker (``live_workers()``) and the main process
-    every ``interval_s`` seconds. PSS exists on Linux only (None elsewhere). Use
-    ``records`` (tidy rows), ``peak_uss_by_worker()`` and ``worker_uss_growth_mb()``.
-
-    Around one epoch of a loader you built: pass ``worker_init_fn=mem.gate`` and loop over
-    ``mem.watch(loader)``; each worker is then read once before it fetches anything, and
-    the readings stop before the workers do (see ``watch``).
-    """
-
-    thread_name = "loaderlab-memory"
-
-    def __init__(self, interval_s: float = 0.05, include_main: bool = True) -> None:
-        super().__init__(interval_s)
-        self.include_main = include_main
-        self.records: list[MemoryRecord] = []
-        self._t0 = 0.0
-        self._baseline_uss_mb: float | None = None
-        self._gate: MemoryGate | None = None
-        self._ignored: set[int] = set()
-
-    @property
-    def gate(self) -> MemoryGate:
-        """The ``worker_init_fn`` to pass to the loader that ``watch`` runs: a worker waits
-        there until the sampler has read it once (``watch`` opens it)."""
-        if self._gate is None:
-            self._gate = MemoryGate()
-        return self._gate
-
-    def watch(self, loader: DataLoader, max_batches: int | None = None) -> Iterator[Any]:
-        """Yield the batches of one pass over ``loader`` while sampling, and stop the workers
-        only after the last reading.
-
-        A garbage collection runs here first (a worker inherits the collector's counters, so a
-        nearly-due full collection would otherwise run in a worker before its first reading).
-        Workers alive before ``iter(loader)`` are not read. If the loader was built with
-        ``worker_init_fn=self.gate``, every worker is read once when all wait at the gate
-        (started, nothing fetched yet), and the gate opens. After the last batch one more reading is taken and
-        sampling stops; then the workers are shut down (unless they persist), unobserved
-        (for a loader without a length, torch shuts them down as the pass ends, before it):
-        while one worker exits, pages it still shared with another become the other's alone,
-        a jump in USS that the epoch did not cause.
-        """
-        require_loader(loader)
-        require_positive(max_batches, "max_batches", allow_none=True)
-        return self._watch(loader, max_batches)
-
-    def _watch(self, loader: DataLoader, max_batches: int | None) -> Iterator[Any]:
-        import gc
-
-        if self._gate is not None:
-            self._gate.close()
-        self._ignored = {p.pid for p in live_workers()}
-        gc.collect()
-        iterator = iter(loader)  # starts the workers; with the gate they wait there
-        try:
-            if self._gate is not None:
-                self._gate.wait_for(loader.num_workers)
-        except BaseException:
-            stop_workers(iterator)
-            raise
-        # Ask for exactly len(loader) batches: the next() that raises StopIteration would shut
-        # the workers down (``_next_data``) before the last reading.
-        total = len(loader) if hasattr(loader.dataset, "__len__") else None
-        if max_batches is not None:
-            total = max_batches if total is None else min(total, max_batches)
-        self.__enter__()
-        self.sample()
-        if self._gate is not None:
-            self._gate.open()
-
-        def last_reading() -> None:  # while the workers are still alive, then stop sampling
-            try:
-                self.sample()
-            finally:
-                self.__exit__()
-
-        yield from timed_batches(loader, Pass(), total, iterator=iterator, before_stop=last_reading)
-
-    def _read(self, proc: psutil.Process, role: str, t: float) -> MemoryRecord | None:
-        try:
-            info = proc.memory_full_info()
-        except (psutil.Error, OSError):
-            return None
-        mb = 1024 * 1024
-        pss = getattr(info, "pss", None)
-        return MemoryRecord(
-            t, proc.pid, role, info.rss / mb, info.uss / mb, pss / mb if pss is not None else None
-        )
-
-    def sample(self) -> None:
-        """Take one reading now (the thread calls this; call it yourself for an extra point)."""
-        t = time.perf_counter() - self._t0
-        procs = [(p, "worker") for p in live_workers() if p.pid not in self._ignored]
-        if self.include_main:
-            procs.append((psutil.Process(), "main"))
-        for proc, role in procs:
-            record = self._read(proc, role, t)
-            if record is not None:
-                self.records.append(record)
-
-    def _begin(self) -> None:
-        self._t0 = time.perf_counter()
-        main = self._read(psutil.Process(), "main", 0.0)
-        self._baseline_uss_mb = main.uss_mb if main else None
-
-    def worker_pids(self) -> list[int]:
-        """Return the PIDs of the workers seen, in order of first appearance."""
-        return list(dict.fromkeys(r.pid for r in self.records if r.role == "worker"))
-
-    def peak_uss_by_worker(self) -> dict[int, float]:
-        """Return each worker's peak USS (MB): memory that is the worker's alone."""
-        peaks: dict[int, float] = {}
-        for r in self.records:
-            if r.role == "worker":
-                peaks[r.pid] = max(peaks.get(r.pid, 0.0), r.uss_mb)
-        return peaks
-
-    def worker_uss_growth_mb(self) -> dict[int, float]:
-        """Return each worker's USS growth (MB): its peak minus its first reading."""
-        first: dict[int, float] = {}
-        for r in self.records:
-            if r.role == "worker":
-                first.setdefault(r.pid, r.uss_mb)
-        return {pid: peak - first[pid] for pid, peak in self.peak_uss_by_worker().items()}
-
-    def peak_total_pss_mb(self) -> float | None:
-        """Return the peak, over readings, of the summed PSS of main + workers (Linux only)."""
-        totals: dict[float, float] = {}
-        for r in self.records:
-            if r.pss_mb is None:
-                return None
-            totals[r.t] = totals.get(r.t, 0.0) + r.pss_mb
-        return max(totals.values()) if totals else None
 
 
 # ---------------------------------------------------------------------- worker timeline
@@ -736,3 +422,70 @@ def trace_timeline(
         if step_fn is not None:
             step_fn(batch)
     return tracer.timeline
+
+
+def overlap_fraction(timeline: Timeline) -> float:
+    """Return the share of batch-loading time (workers' fetch + collate) that ran while the
+    main process was running its step: 0 when loading and computing take turns, near 1 when
+    loading is hidden behind computing.
+
+    Steady state only: the batches before every worker has delivered one
+    (``timeline.warmup_batches``) are left out, since they load before any step exists and,
+    under spawn, carry each new worker's start-up costs.
+    """
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
+    records = timeline.records[timeline.warmup_batches:]
+    steps = [(r["received"], r["step_end"]) for r in timeline.records]
+    loading = overlapped = 0.0
+    for r in records:
+        start, end = r["start"], r["end"]
+        loading += end - start
+        overlapped += sum(max(0.0, min(end, b) - max(start, a)) for a, b in steps)
+    return overlapped / loading if loading > 0 else 0.0
+
+
+def batches_in_flight(loader: DataLoader) -> int:
+    """Return how many batches a fresh iterator over ``loader`` requests from its workers
+    before the first ``next()`` (``num_workers * prefetch_factor``, capped by the batch count);
+    0 without workers, which load only when asked."""
+    require_loader(loader)
+    if loader.num_workers == 0:
+        return 0
+    iterator = iter(loader)
+    try:
+        return int(iterator._tasks_outstanding)  # private counter of _MultiProcessingDataLoaderIter
+    finally:
+        stop_workers(iterator)
+        if loader._iterator is iterator:  # persistent workers: the loader kept them
+            loader._iterator = None
+
+
+def host_to_device_seconds(
+    batch: torch.Tensor, device: str | torch.device, pinned: bool, repeats: int = 20
+) -> float:
+    """Return the median seconds to copy ``batch`` from host to ``device`` (synchronised),
+    from pageable memory or (``pinned=True``) from a pinned copy with ``non_blocking=True``.
+
+    Needs an accelerator: raises RuntimeError when none is available.
+    """
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError(f"batch must be a tensor, got {type(batch).__name__}")
+    if batch.device.type != "cpu":
+        raise ValueError(f"batch must live on the CPU, got device {batch.device}")
+    require_positive(repeats, "repeats")
+    device = torch.device(device)
+    if device.type == "cpu":
+        raise ValueError("device must be an accelerator (e.g. 'cuda'), got 'cpu'")
+    if not torch.accelerator.is_available():
+        raise RuntimeError("no accelerator available: host-to-device copies cannot be timed")
+    source = batch.pin_memory() if pinned else batch
+    times = []
+    for _ in range(repeats + 1):  # the first copy warms up the allocator
+        torch.accelerator.synchronize()
+        t0 = time.perf_counter()
+        source.to(device, non_blocking=pinned)
+        torch.accelerator.synchronize()
+        times.append(time.perf_counter() - t0)
+    times = sorted(times[1:])
+    return times[len(times) // 2]
