@@ -2,8 +2,8 @@
 
 Standard library only: `make setup` runs it with the fresh virtual environment's Python.
 
-- ``setup``: on Linux, torch's CPU build comes from PyTorch's own CPU wheel index (about 180 MB;
-  the default index serves Linux the CUDA build, about 2.6 GB with its NVIDIA libraries). When
+- ``setup``: on Linux, torch's CPU build comes from PyTorch's own CPU wheel index (about 190 MB;
+  the default index serves Linux the CUDA build, about 2.7 GB with its NVIDIA libraries). When
   that index does not answer within a few seconds, or its install fails, the default index is
   used. Then requirements.txt, the package (editable) and the classroom JupyterLab settings
   (jupyter/, see its README).
@@ -95,7 +95,7 @@ def torch_first(requirements: Path, index: str | None, extra: list[str], action:
     if not answers(index):
         print(f"{index} did not answer (after {time.monotonic() - start:.1f} s, limit "
               f"{PROBE_SECONDS:.0f} s): torch comes from the default index (on Linux, PyPI "
-              "serves the CUDA build, about 2.6 GB)", flush=True)
+              "serves the CUDA build, about 2.7 GB)", flush=True)
         return False
     # --retries 1: a flaky classroom network falls back after one retry, not pip's five
     if pip([action, *QUIET, *extra, "--timeout", "30", "--retries", "1",
