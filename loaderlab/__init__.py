@@ -1,10 +1,14 @@
 """loaderlab: the helper package of the loaderlab course on ``torch.utils.data``.
 
-Modules: ``env`` (setup, start method, progress), ``data`` (synthetic data makers),
-``datasets`` (Dataset classes that workers can unpickle), ``loaders`` (inspect and rebuild
-loaders), ``measure`` (instruments), ``plots``, ``checks`` (lab checkers), ``doctor`` (probe a
-loader for the course's pitfalls: ``loaderlab.doctor(loader)`` or
-``python -m loaderlab doctor module:make_loader``), and one module per notebook topic.
+The lessons' code lives in the notebooks (their ``lessonNN.py`` modules); the package holds:
+``env`` (setup, start method, progress), ``data`` (synthetic data makers), ``measure``
+(instruments: the one pass timer, ``Tracer``, memory sampler, live workers), ``plots``,
+``loaders`` (rebuild, stop, compare loaders), ``bounded`` (run a demo or a command in a child
+stopped after a bound), ``failures`` (what a failing loader leaves: errors, stacks), small
+helpers for one topic each (``cow``, ``collate``, ``sampling``, ``distributed``, ``streaming``,
+``source``, ``datasets``), ``checks`` (lab checkers), ``doctor`` (``loaderlab.doctor(loader)``
+or ``python -m loaderlab doctor module:make_loader``), and the private ``_validate``.
+``import loaderlab`` imports neither the checkers nor the doctor.
 """
 
 __version__ = "0.1.0"
