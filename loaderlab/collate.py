@@ -1,5 +1,5 @@
-"""Measuring what padding variable-length sequences costs (the lesson's collate_fn and
-bucketing sampler are written in notebook 05)."""
+"""``padding_waste``: the share of pad tokens a batch plan costs (notebook 05 and the lab 05
+checker; the lesson's collate_fn and bucketing sampler are written in notebook 05)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Deterministic synthetic data for the course, written into temporary directories."""
+"""The synthetic data makers: a temporary ``workspace`` (01, 03, 04, 08, 10, 14, 16), JPEG/PNG
+image folders (01, 03, 04, 16), token sequences (05, the lab 05 checker), imbalanced labels (09)
+and metadata tables as a list of str or one bytes array (06, 12). Same seed, same data.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The course environment: seeding, start method, platform report and test-mode switches."""
+"""The course environment, used by every notebook and lab: ``setup`` (seeds, the start method
+from ``LOADERLAB_START_METHOD``, the versions line), ``start_method``, ``can_fork``, ``test_mode``
+and ``progress``."""
 
 from __future__ import annotations
 

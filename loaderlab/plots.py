@@ -1,4 +1,5 @@
-"""Plots of what the instruments measured. Every plot has labelled axes with units; the
+"""Plots of what the instruments measured: ``plot_timeline`` (00, 01) and ``plot_worker_memory``
+(06); the only module that imports matplotlib. Every plot has labelled axes with units; the
 caller passes a title that states the finding (computed from the numbers, not typed in)."""
 
 from __future__ import annotations

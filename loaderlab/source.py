@@ -1,4 +1,4 @@
-"""Quoting torch's source in a notebook: the lines of a function that a lesson reads."""
+"""Quoting torch's source in a notebook: the lines of a function that a lesson reads (07)."""
 
 from __future__ import annotations
 

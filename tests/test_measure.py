@@ -85,7 +85,7 @@ def test_memory_sampler_sees_a_worker_allocating_200_mb(no_leaked_workers):
     main = [r for r in sampler.records if r.role == "main"]
     assert main and max(r.rss_mb for r in main) - min(r.rss_mb for r in main) < 100
     if os.path.exists("/proc/self/smaps_rollup"):
-        assert sampler.peak_total_pss_mb() is not None
+        assert sampler.peak_total_pss_mb() >= 180  # the worker's 200 MB are its own: all in its PSS
 
 
 def test_memory_sampler_without_workers_records_only_main():

@@ -58,4 +58,6 @@ def test_host_to_device_seconds_validates_arguments():
             host_to_device_seconds(torch.zeros(4), "cuda", pinned=True)
     else:
         device = torch.accelerator.current_accelerator()
-        assert host_to_device_seconds(torch.zeros(1024), device, pinned=True, repeats=3) > 0
+        small = host_to_device_seconds(torch.zeros(1024), device, pinned=True, repeats=3)
+        big = host_to_device_seconds(torch.zeros(64 * 2**20 // 4), device, pinned=True, repeats=3)
+        assert big > small  # 64 MB take longer to copy than 4 KB: the copy is timed, not just issued
