@@ -145,6 +145,7 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
                 return False
 
         _wait("JupyterLab answering /api/status", answers, 60)
+        marks = {"server up": time.perf_counter() - started}
         options = webdriver.ChromeOptions()
         options.binary_location = str(CHROMIUM)
         for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
@@ -156,12 +157,14 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         driver.get(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
         _wait("JupyterLab's app in the page", lambda: driver.execute_script("return !!window.jupyterapp"), 60)
         assert driver.execute_async_script(RUN_ALL) == "started"
+        marks["page loaded, run all"] = time.perf_counter() - started
 
         outputs = _wait("the notebook's last cell ('workers left alive: 0')",
                         lambda: (text := driver.execute_script(OUTPUTS)) and "workers left alive" in text and text,
                         90)
         assert "Traceback" not in outputs, outputs[-3000:]
         first = _wait("the playground's first picture", lambda: driver.execute_script(PICTURE), 30)
+        marks["notebook ran"] = time.perf_counter() - started
         seen.append(first[0])
         button = next(b for b in driver.find_elements("css selector", ".widget-toggle-button")
                       if b.text.strip() == "4")
@@ -178,8 +181,9 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         driver.save_screenshot(str(tmp_path / "playground.png"))
         if os.environ.get("LOADERLAB_SCREENSHOT"):
             shutil.copy(tmp_path / "playground.png", os.environ["LOADERLAB_SCREENSHOT"])
-        print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); "
-              f"{len(redrawn)} new picture; whole test {time.perf_counter() - started:.1f} s")
+        marks["redrawn"] = time.perf_counter() - started
+        print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); {len(redrawn)} new picture; "
+              + ", ".join(f"{k} at {v:.1f} s" for k, v in marks.items()))
     finally:
         browser = _family(service.process.pid) if service is not None and service.process else []
         if driver is not None:
