@@ -108,8 +108,9 @@ def keep_in_child(keep: Callable[[Any], Any]) -> dict[str, Any]:
         report = {"error": "the child process died without a report"}
     finally:
         process.join(5.0)
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)  # an overrunning child, and any worker left behind
+        if process.is_alive():  # overran: kill it with its workers (its pid is still its own)
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
         process.join()
         receive.close()
     return report
