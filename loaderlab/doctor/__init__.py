@@ -11,16 +11,8 @@ Command line: ``python -m loaderlab doctor my_module:make_loader [--json]`` (``c
 """
 
 from loaderlab.doctor.core import describe, doctor, working_copy
-from loaderlab.doctor.findings import (
-           FINDINGS,
-           PROBES,
-           SEVERITIES,
-           Finding,
-           anchor,
-           probe_for,
-           section_link,
-)
-from loaderlab.doctor.report import JSON_SHAPE, Report, shape_errors
+from loaderlab.doctor.findings import FINDINGS, PROBES, Finding, anchor, probe_for, section_link
+from loaderlab.doctor.report import JSON_SHAPE, Report
 
-__all__ = ["FINDINGS", "JSON_SHAPE", "PROBES", "SEVERITIES", "Finding", "Report", "anchor", "describe", "doctor",
-           "probe_for", "section_link", "shape_errors", "working_copy"]
+__all__ = ["FINDINGS", "JSON_SHAPE", "PROBES", "Finding", "Report", "anchor", "describe", "doctor",
+           "probe_for", "section_link", "working_copy"]

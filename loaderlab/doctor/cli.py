@@ -118,6 +118,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report.to_json() if args.json else report)
     return FOUND if report.at_least(args.fail_on) else CLEAN
 
-
-if __name__ == "__main__":
-    sys.exit(main())

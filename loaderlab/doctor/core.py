@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 
+from loaderlab._validate import require_seconds
 from loaderlab.checks.report import one_line
 from loaderlab.doctor.findings import PROBES, SEVERITIES, finding
 from loaderlab.doctor.probes import Doctor
@@ -39,11 +40,8 @@ def _as_loader(loader_or_factory: Any) -> DataLoader:
 
 def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
-    parts = [type(loader.dataset).__name__]
-    try:
-        parts.append(f"{len(loader.dataset)} samples")  # type: ignore[arg-type]
-    except TypeError:
-        parts.append("stream")
+    parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset)
+             else f"{len(loader.dataset)} samples"]  # type: ignore[arg-type]
     bs = loader.batch_size if loader.batch_sampler is None or type(loader.batch_sampler) is BatchSampler else "custom"
     parts += [f"batch_size={bs}", f"num_workers={loader.num_workers}"]
     parts += [f"{k}=True" for k in ("persistent_workers", "drop_last") if getattr(loader, k)]
@@ -73,8 +71,7 @@ def _check_options(time_budget_s: Any, max_batches: Any, workers: list, step_s: 
     require_positive(time_budget_s, "time_budget_s", integer=False)
     require_positive(max_batches, "max_batches")
     require_positive(shm_bytes, "shm_bytes", allow_none=True)
-    if isinstance(step_s, bool) or not isinstance(step_s, (int, float)) or step_s < 0:
-        raise ValueError(f"step_s must be a number of seconds >= 0, got {step_s!r}")
+    require_seconds(step_s, "step_s")
     if not workers or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in workers):
         raise ValueError(f"workers must list ints >= 0, got {workers!r}")
     if between_epochs is not None and not callable(between_epochs):
@@ -105,9 +102,9 @@ def doctor(
     values compared with yours; ``step_s`` is your training step's duration (the passes sleep
     that long per batch). ``between_epochs(loader, epoch)`` is what your loop does between
     epochs (e.g. ``loader.sampler.set_epoch(epoch)``); the epoch probes call it on a copy.
-    ``shm_bytes`` is the size of /dev/shm where the loader will run (default: this machine's
-    free /dev/shm). ``probes`` picks among ``PROBES``. The loader, its dataset, sampler and
-    generators are never iterated or changed: the probes work on pickled copies.
+    ``shm_bytes``: /dev/shm's size where the loader will run (default: this machine's free
+    /dev/shm). ``probes`` picks among ``PROBES``. The probes work on pickled copies: the loader,
+    its dataset, sampler and generators are never iterated or changed.
     """
     start = time.perf_counter()
     loader = _as_loader(loader_or_factory)

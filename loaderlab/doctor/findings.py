@@ -141,15 +141,6 @@ FINDINGS: dict[str, Spec] = {
         "help only while samples wait (on disk, network), not while they compute.",
         "Keep it if the sweep shows a gain; otherwise use at most one worker per core.",
         "03", "## 3. torch's own warning, and what extra workers cost"),
-    "speed.batched_fetch": Spec(
-        "info", "speed", "each sample takes {us:.0f} µs and a batch calls __getitem__ {batch_size} times: for "
-        "in-memory data the per-call overhead is most of the cost.",
-        "Add __getitems__(indices) returning the whole batch with one indexing operation.",
-        "04", "## 3. Fetching a whole batch at once: `__getitems__`"),
-    "speed.caching": Spec(
-        "info", "speed", "each sample costs {ms:.1f} ms of CPU ({share:.0%} of its wall time): decoding again every "
-        "epoch.", "If the decoded samples fit in memory, cache them once (in the main process, before the workers "
-        "start).", "04", "## 2. Caching decoded tensors in memory"),
 }
 PROBES = ("pickling", "collate", "stream", "batches", "random", "persistent", "samplers", "containers", "speed")
 
@@ -201,8 +192,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the finding as JSON-ready values (see ``report.JSON_SHAPE``)."""
-        return {"code": self.code, "severity": self.severity, "probe": self.probe, "message": self.message,
-                "figures": self.figures, "fix": self.fix, "link": self.link}
+        return {k: getattr(self, k) for k in ("code", "severity", "probe", "message", "figures", "fix", "link")}
 
     def __str__(self) -> str:
         return f"[{self.severity}] {self.code}: {self.message}\n    fix: {self.fix}\n    see: {self.link}"

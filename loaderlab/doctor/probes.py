@@ -33,14 +33,12 @@ from loaderlab.doctor.speed import MB, SpeedProbes
 from loaderlab.loaders import rebuild, stop_workers
 from loaderlab.measure import Pass, timed_batches
 
-STARTS_WORKERS = ("stream", "random", "persistent", "speed")
 NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run even when the budget is spent
 
 
 def samplers_of(loader: DataLoader) -> list[Any]:
     """Return the loader's sampler, batch sampler and the batch sampler's sampler (those set)."""
-    found = [loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None)]
-    return [s for s in found if s is not None]
+    return [s for s in (loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None)) if s is not None]
 
 
 class _MainModuleFinder(pickle.Pickler):
@@ -59,10 +57,8 @@ class _MainModuleFinder(pickle.Pickler):
 
 def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int] | None, **overrides: Any) -> DataLoader:
     """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
-    kwargs: dict[str, Any] = dict(dataset=dataset, batch_size=None, batch_sampler=None, collate_fn=wk.identity,
-                                  sampler=list(indices) if indices is not None else None)
-    if indices is None:
-        kwargs["drop_last"] = False
+    kwargs = dict(dataset=dataset, batch_size=None, batch_sampler=None, collate_fn=wk.identity, drop_last=False,
+                  sampler=list(indices) if indices is not None else None)
     return rebuild(loader, **{**kwargs, **overrides})
 
 
@@ -163,7 +159,7 @@ class Doctor(SpeedProbes):
             return "n/a", not_applicable
         if self.work is None and probe not in ("pickling", "containers"):
             return "skipped", f"the dataset {self.copy_problem}"
-        if not self.workers_ok and probe in STARTS_WORKERS:
+        if not self.workers_ok and probe in ("stream", "random", "persistent", "speed"):
             return "skipped", "workers cannot start"
         if not self.batches_ok and probe in ("stream", "speed"):
             return "skipped", "batches cannot be collated"
@@ -274,8 +270,7 @@ class Doctor(SpeedProbes):
             items = batch if loader.batch_size is not None else [batch]
             sizes.append(len(items))
             delivered.update(fp for _worker, fp in items)
-        if loader.num_workers and run.batches:
-            self.started(run.first_batch_s)
+        self.started(run.first_batch_s if loader.num_workers and run.batches else 0.0)
         if not run.finished:
             self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
             return
@@ -305,7 +300,7 @@ class Doctor(SpeedProbes):
         masks = {}
         for i in indices:
             mask = wk.random_part(ds[i], ds[i])
-            if mask is not None and any(m.any() if isinstance(m, np.ndarray) else m for m in mask):
+            if mask is not None and mask.any():
                 masks[i] = mask
         self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
         if len(masks) * 2 < len(indices):

@@ -1,5 +1,5 @@
 """The doctor's report: findings worst first, figures per probe, probes run and skipped; as text
-for people (``str(report)``) and as JSON for CI (``report.to_json()``, shape in ``JSON_SHAPE``)."""
+for people (``str(report)``) and as JSON for CI (``report.to_json()``, JSON Schema ``JSON_SHAPE``)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ from typing import Any
 
 from loaderlab.doctor.findings import FINDINGS, PROBES, SEVERITIES, Finding
 
-# the documented shape of ``python -m loaderlab doctor --json``: key -> type (a list: one of these values)
-JSON_SHAPE: dict[str, Any] = {
-    "loader": str, "wall_s": float, "worst": [None, *SEVERITIES],
-    "counts": {s: int for s in SEVERITIES},
-    "findings": [{"code": str, "severity": str, "probe": str, "message": str, "figures": dict, "fix": str,
-                  "link": str}],
-    "figures": dict, "probes_run": [str], "probes_skipped": dict,
-}
+_STR, _OBJ = {"type": "string"}, {"type": "object"}
+_FINDING = {"code": {"enum": sorted(FINDINGS)}, "severity": {"enum": list(SEVERITIES)},
+            "probe": {"enum": [*PROBES, "any"]}, "message": _STR, "figures": _OBJ, "fix": _STR, "link": _STR}
+_REPORT = {"loader": _STR, "wall_s": {"type": "number"}, "worst": {"enum": [None, *SEVERITIES]},
+           "counts": {"type": "object", "required": list(SEVERITIES), "properties": {s: {"type": "integer"} for s in SEVERITIES}},
+           "findings": {"type": "array", "items": {"type": "object", "required": list(_FINDING),
+                                                   "additionalProperties": False, "properties": _FINDING}},
+           "figures": _OBJ, "probes_run": {"type": "array", "items": {"enum": list(PROBES)}},
+           "probes_skipped": {"type": "object", "additionalProperties": _STR}}
+# the documented shape of ``python -m loaderlab doctor --json``, as a JSON Schema (draft 2020-12)
+JSON_SHAPE: dict[str, Any] = {"type": "object", "required": list(_REPORT), "additionalProperties": False,
+                              "properties": _REPORT}
 
 
 @dataclass
@@ -61,8 +65,8 @@ class Report:
                 "probes_skipped": dict(self.probes_skipped)}
 
     def to_json(self, indent: int | None = 2) -> str:
-        """Return the report as a JSON document (numbers from NumPy become plain numbers)."""
-        return json.dumps(self.to_dict(), indent=indent, default=_plain)
+        """Return the report as a JSON document (NumPy numbers become plain numbers)."""
+        return json.dumps(self.to_dict(), indent=indent, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
     def __str__(self) -> str:
         n = self.counts()
@@ -74,29 +78,3 @@ class Report:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else str(value)
-
-
-def shape_errors(data: Any, shape: Any = JSON_SHAPE, where: str = "report") -> list[str]:
-    """Return what in ``data`` (a parsed ``--json`` report) does not match ``JSON_SHAPE``; [] when valid."""
-    if isinstance(shape, dict):
-        if not isinstance(data, dict):
-            return [f"{where} is not an object"]
-        errors = [f"{where} lacks {k!r}" for k in shape if k not in data]
-        errors += [f"{where} has unknown key {k!r}" for k in data if k not in shape]
-        return errors + [e for k in shape if k in data for e in shape_errors(data[k], shape[k], f"{where}.{k}")]
-    if isinstance(shape, list) and shape and isinstance(shape[0], (dict, type)) and len(shape) == 1:
-        if not isinstance(data, list):
-            return [f"{where} is not a list"]
-        return [e for i, item in enumerate(data) for e in shape_errors(item, shape[0], f"{where}[{i}]")]
-    if isinstance(shape, list):
-        return [] if data in shape else [f"{where} is {data!r}, not one of {shape}"]
-    if shape is float:
-        return [] if isinstance(data, (int, float)) else [f"{where} is not a number"]
-    errors = [] if isinstance(data, shape) else [f"{where} is not a {shape.__name__}"]
-    if where.endswith(".code") and data not in FINDINGS or where.endswith(".probe") and data not in (*PROBES, "any"):
-        errors.append(f"{where} {data!r} is not in the registry")
-    return errors

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 from torch.utils.data import DataLoader
@@ -16,14 +15,15 @@ MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing fro
 
 
 def stretch_rates(run: Pass, stretches: int = 3, least: int = 3) -> list[float]:
-    """Return samples/s over ``stretches`` consecutive stretches of a pass once every worker
-    delivered its first batch (repeats of the measurement), or [] when a stretch would hold
-    fewer than ``least`` batches."""
-    skip = max(1, run.num_workers)
+    """Return samples/s over consecutive stretches of a pass after start-up (repeats; a stretch's
+    longest wait counts as its median: one pause of a busy machine does not decide), or []."""
+    skip = max(1, run.num_workers)  # each worker's first batch includes its start-up
     sizes, waits = run.sizes[skip:], run.waits_s[skip:]
     each = len(sizes) // stretches
-    cuts = [slice(i * each, (i + 1) * each) for i in range(stretches)]
-    return [sum(sizes[c]) / max(sum(waits[c]), 1e-9) for c in cuts] if each >= least else []
+    if each < least:
+        return []
+    seconds = [sum(w) - max(w) + float(np.median(w)) for w in (waits[i * each:(i + 1) * each] for i in range(stretches))]
+    return [sum(sizes[:each * stretches]) / stretches / max(s, 1e-9) for s in seconds]
 
 
 def growth_after_start(sampler: WorkerMemorySampler, before: set[int], start: int | None) -> dict[int, float]:
@@ -66,7 +66,6 @@ class SpeedProbes:
                 counts = self._worth_a_pass(counts, passes[0])
             i += 1
         self._speed_findings(passes, growth, user)
-        self._fetch_costs()
 
     def _worth_a_pass(self, counts: list[int], zero: Pass) -> list[int]:
         """Return the counts still worth a pass once 0 workers measured a batch's cost: more
@@ -103,13 +102,9 @@ class SpeedProbes:
     def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int) -> None:
         stretches = {w: stretch_rates(p) for w, p in passes.items()}
         medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
-        self.figures["speed"] = {
-            "samples_per_s": {w: round(p.steady_samples_per_s, 1) if p.steady_samples_per_s else None
-                              for w, p in passes.items()},
-            "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
-            "batches": {w: p.batches for w, p in passes.items()},
-            "first_batch_s": {w: round(p.waits_s[0], 3) if p.waits_s else None for w, p in passes.items()},
-        }
+        self.figures["speed"] = {"samples_per_s": {w: round(p.steady_samples_per_s or 0, 1) for w, p in passes.items()},
+                                 "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
+                                 "batches": {w: p.batches for w, p in passes.items()}}
         if growth:
             self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
             if max(growth.values()) >= 32:
@@ -135,20 +130,3 @@ class SpeedProbes:
             self.add("speed.more_workers", **figures)
         elif best_w < user:
             self.add("speed.workers_slower", **figures)
-
-    def _fetch_costs(self) -> None:
-        n, bs, ds = self._len(), self.loader.batch_size, self.dataset
-        if self.iterable or not n or self.left() <= 0:
-            return
-        indices = [(j * n) // min(n, 16) for j in range(min(n, 16))]
-        wall0, cpu0 = time.perf_counter(), time.process_time()
-        for i in indices:
-            ds[i]
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        per_item_ms, share = 1000 * wall / len(indices), (cpu / wall if wall > 0 else 0.0)
-        self.figures["fetch"] = {"per_item_ms": round(per_item_ms, 3), "cpu_share": round(share, 2)}
-        if bs and bs >= 16 and per_item_ms < 0.2 and not callable(getattr(ds, "__getitems__", None)):
-            self.add("speed.batched_fetch", us=per_item_ms * 1000, batch_size=bs)
-        if per_item_ms >= 2.0 and share >= 0.7 and not hasattr(ds, "cache"):
-            self.add("speed.caching", ms=per_item_ms, share=share)
-

@@ -1,11 +1,7 @@
-"""What the doctor runs inside DataLoader workers: probe wrappers, sample fingerprints, timed passes,
-and the copies of the user's objects that every probe works on.
-
-The wrappers live in the package (not in the caller's module) so that workers started with
-``spawn`` or ``forkserver`` can unpickle them. Attribute reads and writes on a wrapper go to the
-wrapped dataset, so a ``worker_init_fn`` that sets ``get_worker_info().dataset.rng`` still
-reaches the user's dataset.
-"""
+"""What the doctor runs inside DataLoader workers (probe wrappers, sample fingerprints; in the
+package, so spawn workers can unpickle them) and the copies of the user's objects it probes.
+Attribute reads and writes on a wrapper go to the wrapped dataset, so a ``worker_init_fn``
+setting ``get_worker_info().dataset.rng`` still reaches it."""
 
 from __future__ import annotations
 
@@ -22,72 +18,63 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from loaderlab.datasets import AttributeForwarding
 
-_SCALARS = (int, float, str, bytes, bool, type(None), np.number, np.bool_)
+_SCALARS = (int, float, bool, np.number, np.bool_)
 
 
-def _feed(h: Any, obj: Any, depth: int = 0) -> None:
-    if depth > 6:
-        h.update(type(obj).__name__.encode())
-        return
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
-        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-        if t.numel():
-            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(obj, np.ndarray):
-        h.update(f"A{obj.dtype}{obj.shape}".encode())
-        if obj.dtype == object:
-            for item in obj.reshape(-1)[:4096]:
-                _feed(h, item, depth + 1)
-        else:
-            h.update(np.ascontiguousarray(obj).tobytes())
+def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> None:
+    """Append a sample's numbers (tensors, arrays, scalars: flat float64) to ``nums`` and its
+    structure and other values to ``tags``, in a fixed order (containers recursively)."""
+    if isinstance(obj, torch.Tensor) or isinstance(obj, np.ndarray) and obj.dtype.kind != "O":
+        tags.append(f"{obj.dtype}{tuple(obj.shape)}")
+        array = obj.detach().cpu().double().numpy() if isinstance(obj, torch.Tensor) else obj.astype(np.float64)
+        nums.append(array.reshape(-1))
     elif isinstance(obj, _SCALARS):
-        h.update(f"S{type(obj).__name__}{obj!r}".encode())
-    elif isinstance(obj, Mapping):
-        h.update(b"{")
-        for key in sorted(obj, key=repr):
-            _feed(h, key, depth + 1)
-            _feed(h, obj[key], depth + 1)
-        h.update(b"}")
-    elif isinstance(obj, (list, tuple)):
-        h.update(b"[")
-        for item in obj:
-            _feed(h, item, depth + 1)
-        h.update(b"]")
+        tags.append(type(obj).__name__)
+        nums.append(np.array([float(obj)]))
+    elif depth > 6 or isinstance(obj, (str, bytes, type(None))):
+        tags.append(repr(obj) if depth <= 6 else type(obj).__name__)
+    elif isinstance(obj, (Mapping, list, tuple, np.ndarray)):
+        keys = sorted(obj, key=repr) if isinstance(obj, Mapping) else None
+        tags.append(f"{type(obj).__name__}{keys!r}[")
+        for item in [obj[k] for k in keys] if keys is not None else list(np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj):
+            _walk(item, nums, tags, depth + 1)
+        tags.append("]")
     elif hasattr(obj, "tobytes"):  # PIL images and the like
-        h.update(type(obj).__name__.encode())
-        h.update(obj.tobytes())
-    elif hasattr(obj, "__dict__"):  # plain objects: their fields (never a repr with an address)
-        h.update(type(obj).__name__.encode())
-        _feed(h, vars(obj), depth + 1)
-    else:
-        h.update(type(obj).__name__.encode())
+        tags.append(type(obj).__name__ + hashlib.blake2b(obj.tobytes(), digest_size=12).hexdigest())
+    else:  # plain objects: their fields (never a repr with an address)
+        tags.append(type(obj).__name__)
+        _walk(getattr(obj, "__dict__", {}), nums, tags, depth + 1)
+
+
+def numbers(sample: Any) -> np.ndarray:
+    """Return every number in a sample as one flat float64 vector, in a fixed order."""
+    nums: list[np.ndarray] = []
+    _walk(sample, nums, [])
+    return np.concatenate(nums) if nums else np.zeros(0)
 
 
 def fingerprint(sample: Any) -> str:
-    """Return a short hex digest of a sample's content (tensors and arrays byte for byte,
-    containers recursively): equal samples give equal fingerprints in any process."""
-    h = hashlib.blake2b(digest_size=12)
-    _feed(h, sample)
+    """Return a short hex digest of a sample's content (numbers, dtypes, shapes, structure):
+    equal samples give equal fingerprints in any process."""
+    nums: list[np.ndarray] = []
+    tags: list[str] = []
+    _walk(sample, nums, tags)
+    h = hashlib.blake2b("|".join(tags).encode(), digest_size=12)
+    for array in nums:
+        h.update(array.tobytes())
     return h.hexdigest()
 
 
 def state_of(dataset: Any) -> dict[str, str]:
     """Return the dataset's small attributes (numbers, strings, tensors of ≤ 64 values) as
     ``{name: fingerprint}``: what a worker's copy of the dataset holds right now."""
-    state: dict[str, str] = {}
-    for name, value in getattr(dataset, "__dict__", {}).items():
-        small_tensor = isinstance(value, (torch.Tensor, np.ndarray)) and value.size is not None and (
-            value.numel() if isinstance(value, torch.Tensor) else value.size
-        ) <= 64
-        if isinstance(value, _SCALARS) or small_tensor:
-            state[name] = fingerprint(value)
-    return state
+    small = (*_SCALARS, str, bytes, type(None))
+    return {k: fingerprint(v) for k, v in getattr(dataset, "__dict__", {}).items() if isinstance(v, small)
+            or isinstance(v, (torch.Tensor, np.ndarray)) and (v.numel() if isinstance(v, torch.Tensor) else v.size) <= 64}
 
 
 def _worker_id() -> int:
-    info = get_worker_info()
-    return info.id if info is not None else -1
+    return getattr(get_worker_info(), "id", -1)
 
 
 def identity(batch: Any) -> Any:
@@ -113,67 +100,20 @@ class ProbeDataset(AttributeForwarding, Dataset):
         return index, _worker_id(), sample if self._whole else fingerprint(sample), state
 
 
-def leaves(sample: Any) -> list[Any]:
-    """Return a sample's leaves in a fixed order: tensors and arrays as flat float64 NumPy
-    arrays, other values as they are (containers are walked recursively)."""
-    out: list[Any] = []
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, torch.Tensor):
-            out.append(obj.detach().cpu().reshape(-1).double().numpy())
-        elif isinstance(obj, np.ndarray) and obj.dtype != object:
-            out.append(obj.reshape(-1).astype(np.float64))
-        elif isinstance(obj, Mapping):
-            for key in sorted(obj, key=repr):
-                walk(obj[key])
-        elif isinstance(obj, (list, tuple)):
-            for item in obj:
-                walk(item)
-        else:
-            out.append(fingerprint(obj))
-
-    walk(sample)
-    return out
+def random_part(first: Any, second: Any) -> np.ndarray | None:
+    """Return the mask of the numbers that differ between two fetches of the same index, or
+    None when the two samples do not hold as many numbers."""
+    a, b = numbers(first), numbers(second)
+    return ~((a == b) | (np.isnan(a) & np.isnan(b))) if a.shape == b.shape else None
 
 
-def random_part(first: Any, second: Any) -> list[Any] | None:
-    """Return the masks of the positions where two fetches of the same index differ (one mask
-    per leaf), or None when the two samples do not have the same structure."""
-    a, b = leaves(first), leaves(second)
-    if len(a) != len(b):
-        return None
-    masks: list[Any] = []
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, np.ndarray) != isinstance(y, np.ndarray):
-            return None
-        if isinstance(x, np.ndarray):
-            if x.shape != y.shape:
-                return None
-            masks.append(~((x == y) | (np.isnan(x) & np.isnan(y))))
-        else:
-            masks.append(x != y)
-    return masks
+def equal_positions(mask: np.ndarray, first: Any, second: Any) -> set[int] | None:
+    """Return the random positions (``mask``) where two samples hold the same number, or None
+    when they cannot be compared (not as many numbers)."""
+    a, b = numbers(first), numbers(second)
+    return set(np.flatnonzero(mask & (a == b)).tolist()) if a.shape == b.shape == mask.shape else None
 
 
-def equal_positions(masks: list[Any], first: Any, second: Any) -> set[int] | None:
-    """Return the random positions (flat, across all leaves) where two samples hold the same
-    value, or None when they cannot be compared (different structure)."""
-    a, b = leaves(first), leaves(second)
-    if len(a) != len(b) or len(a) != len(masks):
-        return None
-    found: set[int] = set()
-    offset = 0
-    for mask, x, y in zip(masks, a, b, strict=True):
-        if isinstance(x, np.ndarray):
-            if not isinstance(y, np.ndarray) or x.shape != y.shape or x.shape != mask.shape:
-                return None
-            found.update((offset + np.flatnonzero(mask & (x == y))).tolist())
-            offset += x.size
-        else:
-            if mask and x == y:
-                found.add(offset)
-            offset += 1
-    return found
 class ProbeIterable(AttributeForwarding, IterableDataset):
     """Wraps an IterableDataset; yields ``(worker id, fingerprint of item)`` for each item."""
 
