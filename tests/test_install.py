@@ -86,7 +86,7 @@ def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monk
         index = f"http://127.0.0.1:{server.server_address[1]}/"
         calls = _record_pip(monkeypatch)
         assert install.torch_first(requirements, index, ["--dry-run"]) is True
-        assert calls == [["install", *install.QUIET, "--dry-run", "--timeout", "30", "--retries", "1",
+        assert calls == [["install", *install.QUIET, "--dry-run", "--no-deps", "--timeout", "30", "--retries", "1",
                           "--index-url", index, TORCH_PIN.strip()]]
     finally:
         server.shutdown()

@@ -97,8 +97,9 @@ def torch_first(requirements: Path, index: str | None, extra: list[str], action:
               f"{PROBE_SECONDS:.0f} s): torch comes from the default index (on Linux, PyPI "
               "serves the CUDA build, about 2.7 GB)", flush=True)
         return False
-    # --retries 1: a flaky classroom network falls back after one retry, not pip's five
-    if pip([action, *QUIET, *extra, "--timeout", "30", "--retries", "1",
+    # torch alone (--no-deps): its dependencies come from the default index with the rest, so
+    # what the CPU index lacks cannot fail it. --retries 1: a flaky network falls back sooner
+    if pip([action, *QUIET, *extra, "--no-deps", "--timeout", "30", "--retries", "1",
             "--index-url", index, pinned(requirements)]) == 0:
         return True
     print(f"torch from {index} failed: it comes from the default index instead", flush=True)
