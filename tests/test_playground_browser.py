@@ -13,7 +13,6 @@ stopped in ``finally``, and the test checks that none is left.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import secrets
 import shutil
@@ -144,8 +143,7 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
             except OSError:
                 return False
 
-        _wait("JupyterLab answering /api/status", answers, 60)
-        marks = {"server up": time.perf_counter() - started}
+        # Chromium starts while JupyterLab does
         options = webdriver.ChromeOptions()
         options.binary_location = str(CHROMIUM)
         for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
@@ -153,6 +151,8 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         service = webdriver.ChromeService(executable_path=str(DRIVER), log_output=str(tmp_path / "driver.log"),
                                           popen_kw={"start_new_session": True})
         driver = webdriver.Chrome(options=options, service=service)
+        _wait("JupyterLab answering /api/status", answers, 60)
+        marks = {"server up": time.perf_counter() - started}
         driver.set_script_timeout(60)
         driver.get(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
         _wait("JupyterLab's app in the page", lambda: driver.execute_script("return !!window.jupyterapp"), 60)
@@ -185,6 +185,7 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); {len(redrawn)} new picture; "
               + ", ".join(f"{k} at {v:.1f} s" for k, v in marks.items()))
     finally:
+        stopping = time.perf_counter()
         browser = _family(service.process.pid) if service is not None and service.process else []
         if driver is not None:
             try:
@@ -199,10 +200,11 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
             server.wait(timeout=15)
         except (OSError, subprocess.TimeoutExpired):
             pass
+        shut = time.perf_counter() - stopping
         lab += [p for p in _family(server.pid) if p not in lab]
         groups = [server.pid] + ([service.process.pid] if browser else [])
         _stop(browser + lab, groups)
         server.wait(timeout=10)
     left = [p for p in browser + lab if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"left behind: {[p.pid for p in left]}"
-    assert json.loads((course / "notebooks" / "18_playground.ipynb").read_text())["cells"]
+    print(f"stopped in {time.perf_counter() - stopping:.1f} s (browser quit and lab shut down: {shut:.1f} s)")
