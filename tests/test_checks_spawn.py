@@ -48,9 +48,11 @@ def seed_both(worker_id, base):
 
 
 def torch_pieces():
-    """Correct: nothing but torch's own classes and functions, one worker."""
+    """Correct: nothing but torch's own classes and functions, one persistent worker, its own
+    start method and timeout (the checker's num_workers=0 reference must drop them)."""
     return DataLoader(TensorDataset(torch.arange(12.0)), batch_size=4, num_workers=1,
-                      worker_init_fn=torch.manual_seed)
+                      worker_init_fn=torch.manual_seed, multiprocessing_context="spawn",
+                      timeout=30, persistent_workers=True)
 
 
 def module_pieces():

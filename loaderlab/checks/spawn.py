@@ -99,7 +99,7 @@ def check_spawn_safe(make_loader: Callable[[], DataLoader]) -> str:
              "worker_init_fn": loader.worker_init_fn}
     for what, obj in parts.items():
         _require_picklable(what, obj)
-    expected = _epoch(rebuild(make_loader(), num_workers=0))
+    expected = _epoch(rebuild(make_loader(), num_workers=0, multiprocessing_context=None, timeout=0))
     workers = min(loader.num_workers, MAX_WORKERS)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="This DataLoader will create")
