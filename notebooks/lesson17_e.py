@@ -32,9 +32,10 @@ def pad_collate(batch: list) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def record_file(n: int) -> str:
     """A file of n 8-byte records (the number i as text), made once per process."""
     path = os.path.join(tempfile.gettempdir(), f"lesson17_records_{n}.bin")
-    if not os.path.exists(path):
-        with open(path, "wb") as f:
+    if not os.path.exists(path):  # written whole, then renamed: a reader never sees half a file
+        with open(f"{path}.{os.getpid()}", "wb") as f:
             f.write(b"".join(f"{i:8d}".encode() for i in range(n)))
+        os.replace(f"{path}.{os.getpid()}", path)
     return path
 
 
