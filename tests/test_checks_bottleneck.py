@@ -78,16 +78,21 @@ def test_correct_answers_pass(capsys):
 
 @pytest.mark.parametrize(("fix", "sentence"), [
     (lambda loader: DataLoader(loader.dataset, batch_size=4), "your loader still waits"),
-    (lambda loader: DataLoader(loader.dataset, batch_size=4, num_workers=2),
-     "with 2 workers your loader still waits"),
     (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4, shuffle=True),
      "differs from the starting loader's batch"),
     (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=8), "keep batch_size"),
     (lambda loader: loader.dataset, "fix must return a DataLoader"),
-], ids=["unchanged", "two-workers", "shuffled", "bigger-batches", "not-a-loader"])
+], ids=["unchanged", "shuffled", "bigger-batches", "not-a-loader"])
 def test_wrong_fixes_fail_with_their_own_sentence(capsys, fix, sentence):
     out = _verdict(capsys, fix)
     assert out.startswith("❌") and sentence in out, out
+
+
+def test_more_workers_that_only_spread_the_slow_stage_fail(capsys):
+    # the lab's 24 samples: 5 batches after the first, in the steady state of 2 workers (about
+    # a third of the time waiting; a busy machine slows the step and the reads alike)
+    out = _verdict(capsys, lambda loader: DataLoader(loader.dataset, batch_size=4, num_workers=2), n=24)
+    assert out.startswith("❌ with 2 workers your loader still waits"), out
 
 
 def test_a_wrong_measurement_fails(capsys):
