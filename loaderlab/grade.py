@@ -57,7 +57,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Return the parsed options; raise UsageError on a missing file, non-notebook or bad --timeout."""
-    parser = _Parser(prog="python -m loaderlab grade", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m loaderlab grade", description="Grade lab notebooks, each in its own "
+                     "kernel with its lab's official checks (the lab from the notebook's metadata).")
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
     parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason")
     parser.add_argument("--timeout", default="120", help="seconds each submission may run (default 120)")
