@@ -149,7 +149,7 @@ def _kill(pgid: int, tracked: list) -> None:
     every process it was seen to start, in case one left the group; wait until they are gone."""
     import psutil
 
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # no process groups on Windows: `tracked` only
         os.killpg(pgid, signal.SIGKILL)
     for proc in tracked:
         with contextlib.suppress(psutil.Error):
