@@ -12,6 +12,7 @@ epoch of a fresh ``make_loader()`` rebuilt with ``num_workers=0``.
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import types
 import warnings
@@ -25,6 +26,7 @@ from loaderlab.loaders import rebuild, same_batch, stop_workers
 
 HINT = "Hint: notebook 12, section 3 'What must be picklable'."
 MAX_WORKERS = 2
+MAX_BATCHES = 1000
 TIMEOUT_S = 60.0  # per batch: a spawned worker imports torch first (seconds on a busy machine)
 
 
@@ -78,9 +80,10 @@ def _require_picklable(what: str, obj: Any) -> None:
 
 
 def _epoch(loader: DataLoader) -> list[Any]:
+    """One epoch's batches (at most MAX_BATCHES: a stream that never ends cannot hang us)."""
     iterator = iter(loader)
     try:
-        return list(iterator)
+        return list(itertools.islice(iterator, MAX_BATCHES))
     finally:  # a worker that failed leaves the others running until the iterator is collected
         stop_workers(iterator)
 
