@@ -138,7 +138,8 @@ _RUNTIMES = json.loads((ROOT / "docs" / "runtimes.json").read_text()) if (ROOT /
 _UNIT_SECONDS = {"test_checks_memory": 45, "test_checks_speed": 33, "test_distributed": 28, "test_labs": 26,
                  "test_snippets_12": 25, "test_checks_hangs": 23, "test_doctor": 23, "test_checks_streaming": 20,
                  "test_measure": 20, "test_checks_loops": 19, "test_site": 17, "test_lesson_edit": 16,
-                 "test_failures": 15, "test_checks_seeding": 15, "test_lessons_06": 15}
+                 "test_failures": 15, "test_checks_seeding": 15, "test_lessons_06": 15,
+                 "test_playground_browser": 45, "test_grade": 25, "test_preflight": 20}
 _SECOND_PASS = "test_runs_under_forkserver"
 
 

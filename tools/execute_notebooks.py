@@ -43,12 +43,16 @@ def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
         resources={"metadata": {"path": str(path.parent)}},
         record_timing=False,
         allow_error_names=[],
+        # no widget state in the file (notebook 18's controls): it held a copy of every picture
+        # and made the static site fetch the widget renderer online; the figures are outputs
+        store_widget_state=False,
     )
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)
     if write:
         nbformat.write(nb, path)
     return seconds
