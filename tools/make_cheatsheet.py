@@ -24,7 +24,7 @@ ORDER = [
     "packed_rows", "worker_seeding", "reproducible_loader", "timeouts_and_debugging",
     "per_process_resources", "epoch_sampler", "balanced_weights", "undersampling", "ddp_epochs",
     "sharded_iterable", "shuffle_buffer", "main_guard", "start_method_preload", "resume_mid_epoch",
-    "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader",
+    "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader", "loader_limits",
 ]
 HEADER = """# Cheat sheet: copy-paste snippets
 
