@@ -147,5 +147,10 @@ def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_pat
     assert _schema_errors(overrides) == []
     server = json.loads(targets["jupyter/jupyter_server_config.json"].read_text())
     assert server["MappingKernelManager"]["default_kernel_name"] == "loaderlab"
+    lab_spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
+    lab_server = importlib.util.module_from_spec(lab_spec)
+    lab_spec.loader.exec_module(lab_server)
+    opens = [a.split("/lab/tree/", 1)[1] for a in lab_server.server_command() if a.startswith("--LabApp.default_url=")]
+    assert opens == ["notebooks/00_start_here.ipynb"] and (ROOT / opens[0]).is_file()  # the start notebook
     written = install.install_lab_settings(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in written] == list(install.LAB_SETTINGS.values())
