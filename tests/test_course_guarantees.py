@@ -57,9 +57,9 @@ def _executor():
 # The solutions where the default start method never reaches a worker: their checker forks
 # whatever the start method (the student's class lives in the notebook's __main__, which only a
 # forked worker can see: 05-08, 15), names its own (12 spawns), or the solution starts no
-# workers (02, 14). A second start method re-tests nothing there, so the per-commit forkserver
+# workers (02, 04, 14). A second start method re-tests nothing there, so the per-commit forkserver
 # pass leaves them out. The spawn pass (`make test-spawn`) runs every notebook and solution.
-FORKING_CHECKERS = {"02_split_loaders", "05_pad_collate_and_buckets", "06_cow_fix",
+FORKING_CHECKERS = {"02_split_loaders", "04_caching", "05_pad_collate_and_buckets", "06_cow_fix",
                     "07_worker_seeding", "08_hang_fix", "12_spawn_safe_loader",
                     "14_find_the_bottleneck", "15_too_many_open_files"}
 # Notebooks whose every DataLoader that starts workers names its start method (06 compares fork
