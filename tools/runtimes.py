@@ -3,7 +3,8 @@
 `python tools/execute_notebooks.py --record` (what `make execute` runs) stores each notebook's
 measured execution time (kernel start included, fork, the machine otherwise idle) in
 `docs/runtimes.json`, then rewrites the "**Runs in:** about N s on 2 CPU cores" phrase of the
-notebook's first cell (a lab's "the checker runs in about N s on 2 CPU cores") and the "runs in"
+notebook's first cell (a lab's "the solved lab runs in about N s on 2 CPU cores": the whole
+solution notebook, checker included) and the "runs in"
 column of README's course map from it.
 `tests/test_runtimes.py` checks that both still agree with the file.
 """
@@ -19,7 +20,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ROOT / "docs" / "runtimes.json"
 README = ROOT / "README.md"
-HEADER = re.compile(r"(\*\*Runs in:\*\* |the checker runs in )([^\n]*?)( on 2 (?:idle )?CPU cores)")
+HEADER = re.compile(r"(\*\*Runs in:\*\* |the solved lab runs in )([^\n]*?)( on 2 (?:idle )?CPU cores)")
 README_ROW = re.compile(r"^(\| (\d\d) \| \[[^\]]+\]\(notebooks/[^)]+\) \|.*\| )([^|]*)( \| [^|]* \|)$", re.M)
 
 
