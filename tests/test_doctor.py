@@ -18,7 +18,13 @@ import pytest
 import torch
 from course_code import lesson
 from jsonschema import Draft202012Validator
-from torch.utils.data import DataLoader, Dataset, RandomSampler, default_collate
+from torch.utils.data import (
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    WeightedRandomSampler,
+    default_collate,
+)
 
 from loaderlab.__main__ import main
 from loaderlab.datasets import LatencyDataset
@@ -144,6 +150,11 @@ def test_weighted_mix_is_computed_from_the_labels():
     fixed = doctor(ex.fixed_weighted_mix, probes=["samplers"])
     assert fixed.figures["weighted"]["expected_mix"] == {"0": 0.5, "1": 0.5}
     assert [(f.severity, f.code) for f in fixed.findings] == [("info", "sampler.weighted_mix")]
+    dataset = lesson("lesson17_e").Labelled(100)
+    dataset.targets = torch.tensor(dataset.targets)  # as torchvision keeps them
+    weighted = WeightedRandomSampler(torch.ones(100), num_samples=100)
+    mix = doctor(DataLoader(dataset, batch_size=10, sampler=weighted), probes=["samplers"]).figures["weighted"]
+    assert mix["expected_mix"] == {"0": 0.9, "1": 0.1}
 
 
 def test_speed_notes_need_a_difference_beyond_noise(no_leaked_workers):

@@ -414,23 +414,22 @@ class Doctor(SpeedProbes):
 
     def _weighted_mix(self, sampler: WeightedRandomSampler) -> None:
         weights = sampler.weights.double()
-        labels = next((getattr(self.dataset, a) for a in ("targets", "labels")
-                       if len(getattr(self.dataset, a, ()) or ()) == len(weights)), None)
+        found = [getattr(self.dataset, a, None) for a in ("targets", "labels")]
+        labels = next((v for v in found if hasattr(v, "__len__") and len(v) == len(weights)), None)
         if labels is None:
             self.figures["weighted"] = {"labels": "not reachable (no dataset.targets or dataset.labels)"}
             return
-        labels = [int(y) for y in (labels.tolist() if hasattr(labels, "tolist") else labels)]
-        classes = sorted(set(labels))
-        index = torch.tensor([classes.index(y) for y in labels])
+        labels = list(labels.tolist() if hasattr(labels, "tolist") else labels)
+        classes = sorted(set(labels), key=repr)
+        position = {c: i for i, c in enumerate(classes)}
+        index = torch.tensor([position[y] for y in labels])
         mix = torch.zeros(len(classes), dtype=torch.float64).index_add_(0, index, weights) / weights.sum()
         plain = torch.bincount(index, minlength=len(classes)).double() / len(labels)
-        share = {str(c): round(float(p), 3) for c, p in zip(classes, mix, strict=True)}
-        self.figures["weighted"] = {"expected_mix": share, "label_mix": {str(c): round(float(p), 3)
-                                                                         for c, p in zip(classes, plain, strict=True)}}
-        text = lambda ps: ", ".join(f"{c}: {float(p):.0%}" for c, p in zip(classes, ps, strict=True))  # noqa: E731
+        shares = [{str(c): round(float(p), 3) for c, p in zip(classes, ps, strict=True)} for ps in (mix, plain)]
+        self.figures["weighted"] = {"expected_mix": shares[0], "label_mix": shares[1]}
+        text = [", ".join(f"{c}: {p:.0%}" for c, p in share.items()) for share in shares]
         balanced = len(classes) < 2 or float(mix.max()) < 2 * float(mix.min())
-        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text(mix), plain=text(plain),
-                 expected_mix=share)
+        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text[0], plain=text[1], expected_mix=shares[0])
 
     # -- large Python containers (attributes only, no fetch) ------------------------------------
     def containers(self) -> None:
