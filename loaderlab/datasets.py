@@ -39,22 +39,15 @@ class AttributeForwarding:
 
 
 class LatencyDataset(Dataset):
-    """Samples that take ``latency_s`` (plus optional jitter) to fetch, like a remote read.
+    """Samples that take ``latency_s`` to fetch, like a remote read: ``__getitem__`` sleeps, so
+    it releases the CPU and many workers overlap their waits even on two cores. Returns
+    ``(features: FloatTensor[dim], label: int)``."""
 
-    ``__getitem__`` sleeps, so it releases the CPU: many workers overlap their waits even on
-    two cores. Jitter is exponential with mean ``jitter_s``, deterministic per index.
-    Returns ``(features: FloatTensor[dim], label: int)``.
-    """
-
-    def __init__(
-        self, n: int = 256, latency_s: float = 0.005, jitter_s: float = 0.0, dim: int = 8, seed: int = 0
-    ) -> None:
+    def __init__(self, n: int = 256, latency_s: float = 0.005, dim: int = 8, seed: int = 0) -> None:
         require_positive(n, "n")
         require_positive(dim, "dim")
-        latency_s, jitter_s = require_seconds(latency_s, "latency_s"), require_seconds(jitter_s, "jitter_s")
-        self.n, self.latency_s, self.jitter_s, self.dim = n, latency_s, jitter_s, dim
+        self.n, self.latency_s, self.dim = n, require_seconds(latency_s, "latency_s"), dim
         rng = np.random.default_rng(seed)
-        self.delays = self.latency_s + rng.exponential(self.jitter_s, n) if jitter_s else None
         self.features = torch.from_numpy(rng.standard_normal((n, dim)).astype(np.float32))
         self.labels = torch.from_numpy(rng.integers(0, 2, n))
 
@@ -62,7 +55,6 @@ class LatencyDataset(Dataset):
         return self.n
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        delay = self.latency_s if self.delays is None else float(self.delays[index])
-        if delay:
-            time.sleep(delay)
+        if self.latency_s:
+            time.sleep(self.latency_s)
         return self.features[index], int(self.labels[index])

@@ -40,24 +40,17 @@ def stop_workers(iterator: Any, kill: bool = False) -> None:
     shutdown()
 
 
-def loader_arguments(loader: DataLoader) -> dict[str, Any]:
-    """Return keyword arguments that build a DataLoader yielding the same batches as ``loader``.
-
-    The sampler / batch sampler objects are shared, not copied, so a rebuilt loader draws from
-    the same generator as the original.
-    """
+def rebuild(loader: DataLoader, **overrides: Any) -> DataLoader:
+    """Return a new DataLoader like ``loader`` (the same batches) with ``overrides`` applied
+    (e.g. ``num_workers``). The sampler / batch sampler objects are shared, not copied, so the
+    new loader draws from the same generator; ``prefetch_factor`` and ``persistent_workers``
+    are dropped when it has no workers."""
     require_loader(loader)
     kwargs: dict[str, Any] = dict(
-        dataset=loader.dataset,
-        num_workers=loader.num_workers,
-        collate_fn=loader.collate_fn,
-        pin_memory=loader.pin_memory,
-        timeout=loader.timeout,
-        worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context,
-        generator=loader.generator,
-        prefetch_factor=loader.prefetch_factor,
-        persistent_workers=loader.persistent_workers,
+        dataset=loader.dataset, num_workers=loader.num_workers, collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor, persistent_workers=loader.persistent_workers,
         in_order=getattr(loader, "in_order", True),
     )
     if isinstance(loader.dataset, IterableDataset):
@@ -66,16 +59,6 @@ def loader_arguments(loader: DataLoader) -> dict[str, Any]:
         kwargs.update(batch_sampler=loader.batch_sampler)
     else:
         kwargs.update(batch_size=None, sampler=loader.sampler)
-    return kwargs
-
-
-def rebuild(loader: DataLoader, **overrides: Any) -> DataLoader:
-    """Return a new DataLoader like ``loader`` with ``overrides`` applied (e.g. ``num_workers``).
-
-    Keeps the options valid: ``prefetch_factor`` and ``persistent_workers`` are dropped when
-    the new loader has no workers.
-    """
-    kwargs = loader_arguments(loader)
     kwargs.update(overrides)
     if kwargs.get("num_workers", 0) == 0:
         kwargs["prefetch_factor"] = None

@@ -80,10 +80,6 @@ class Pass:
         return self.samples / self.seconds
 
     @property
-    def batches_per_s(self) -> float:
-        return self.batches / self.seconds
-
-    @property
     def wait_s(self) -> float:
         """Total time the main process spent waiting for batches."""
         return sum(self.waits_s)
@@ -220,7 +216,7 @@ def throughput(
     max_batches: int | None = None,
     step: Callable[[Any], Any] | float | None = None,
 ) -> Pass:
-    """Return the ``Pass`` (``samples_per_s``, ``batches_per_s``, ``wait_fraction``, ...) of one
+    """Return the ``Pass`` (``samples_per_s``, ``wait_fraction``, ``first_batch_s``, ...) of one
     pass over ``loader`` (at most ``max_batches``), ``step`` running on each batch (a callable,
     or seconds of sleep). For instruments that sweep loaders; in a lesson, write the loop over
     ``Tracer.watch``."""
