@@ -13,47 +13,37 @@ or ``python -m loaderlab doctor module:make_loader``), and the private ``_valida
 
 __version__ = "0.1.0"
 
-from loaderlab.env import progress, setup, start_method, test_mode  # noqa: E402
-from loaderlab.measure import (  # noqa: E402
-    OthersCpu,
-    Pass,
-    Timeline,
-    Tracer,
-    WorkerMemorySampler,
-    live_workers,
-    throughput,
-    trace_timeline,
-    wait_for_workers_to_exit,
-)
+import importlib
 
-__all__ = [
-    "__version__",
-    "setup",
-    "start_method",
-    "test_mode",
-    "progress",
-    "throughput",
-    "Pass",
-    "OthersCpu",
-    "trace_timeline",
-    "Timeline",
-    "Tracer",
-    "WorkerMemorySampler",
-    "live_workers",
-    "wait_for_workers_to_exit",
-    "doctor",
-]
+# Public names and the module that holds each, imported on first use (PEP 562): ``import
+# loaderlab`` imports neither torch nor numpy, so every worker started by spawn or forkserver that
+# unpickles a course object pays only for what it uses, and ``python -m loaderlab preflight``
+# can report a broken torch in one line instead of failing on import.
+_EXPORTS = {
+    "setup": "env", "start_method": "env", "test_mode": "env", "progress": "env",
+    "OthersCpu": "measure", "Pass": "measure", "Timeline": "measure", "Tracer": "measure",
+    "WorkerMemorySampler": "measure", "live_workers": "measure", "throughput": "measure",
+    "trace_timeline": "measure", "wait_for_workers_to_exit": "measure",
+    "doctor": "doctor",  # the function; ``import loaderlab.doctor`` gives the package
+}
+
+__all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str):
-    """Load ``loaderlab.doctor`` (the function) on first use.
-
-    ``import loaderlab`` stays light: every worker started by spawn or forkserver that
-    unpickles a course object imports the package, and the doctor pulls in the checkers.
-    """
-    if name == "doctor":
-        from loaderlab.doctor import doctor
-
-        globals()["doctor"] = doctor  # the function; ``loaderlab.doctor`` the module stays importable
-        return doctor
+    """Import a public name's module on first use; ``loaderlab.X`` also loads submodule X."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"loaderlab.{_EXPORTS[name]}"), name)
+        globals()[name] = value  # next time a plain attribute (for doctor: the function)
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"loaderlab.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"loaderlab.{name}":
+                raise
     raise AttributeError(f"module 'loaderlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
