@@ -27,6 +27,7 @@ def slow_loader(latency_s=LATENCY_S):
     order = torch.randperm(N_SAMPLES, generator=torch.Generator().manual_seed(0)).tolist()
     return DataLoader(LatencyDataset(n=N_SAMPLES, latency_s=latency_s), batch_size=BATCH_SIZE, sampler=order)
 
+
 needs_fork = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="worker start-up under spawn is slow"
 )

@@ -63,7 +63,6 @@ def test_the_snippets_are_the_code_the_lesson_built():
         notebooks / "lesson11_d.py", "ShuffleBuffer")
 
 
-
 def _class_source(path: Path, name: str) -> str:
     text = path.read_text()
     node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name)
