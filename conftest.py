@@ -136,7 +136,8 @@ def pytest_runtest_setup(item: pytest.Item):
 ROOT = Path(__file__).resolve().parent
 _RUNTIMES = json.loads((ROOT / "docs" / "runtimes.json").read_text()) if (ROOT / "docs" / "runtimes.json").exists() else {}
 _UNIT_SECONDS = {"test_checks_memory": 45, "test_checks_speed": 33, "test_distributed": 28, "test_labs": 26,
-                 "test_snippets_12": 25, "test_checks_hangs": 23, "test_doctor": 23, "test_checks_streaming": 20,
+                 "test_snippets_12": 25, "test_checks_hangs": 23, "test_doctor": 9, "test_doctor_catalogue": 10,
+                 "test_bounded": 20, "test_checks_streaming": 20,
                  "test_measure": 20, "test_checks_loops": 19, "test_site": 17, "test_lesson_edit": 16,
                  "test_failures": 15, "test_checks_seeding": 15, "test_lessons_06": 15,
                  "test_playground_browser": 45, "test_grade": 25, "test_preflight": 20}
