@@ -75,6 +75,8 @@ def run(s: Settings, seconds: float = 1.5, on_progress=None) -> dict:
                     if time.perf_counter() - first >= seconds:
                         break  # mid-epoch: the time is up
                 epochs.append((offset, tracer.timeline))
+        if on_progress is not None:
+            on_progress(1.0)  # done: the time may run out between two epochs, after the last report
     finally:
         del tracer, loader  # persistent workers stop with their loader
     return {"settings": s, "timeline": merge(epochs), "memory": memory.records, "others_cores": others.cores}
