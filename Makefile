@@ -47,16 +47,17 @@ NBVAL = $(if $(filter 1,$(COMPARE)),,--nbval-lax)
 # 6 % with 3), and every assertion must hold on a loaded machine anyway (make soak LOAD=1).
 # Each notebook's time budget is 90 s here; the 45 s budget for a notebook alone is checked on
 # its idle recording (docs/runtimes.json, tests/test_runtimes.py).
-# `make test-spawn` runs every notebook under real spawn (about 9 minutes).
+# `make test-spawn` runs every notebook and solution under real spawn (about 10 minutes).
 test: setup
 	$(PY) -m ruff check loaderlab tests tools docs notebooks solutions conftest.py
 	@test "$(COMPARE)" = 1 || echo "outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode"
 	LOADERLAB_TEST_MODE=1 LOADERLAB_BUDGET_SECONDS=90 $(PY) -m pytest $(NBVAL) -n 3 --dist loadscope --no-loadscope-reorder -m "not spawn" --durations=10 tests notebooks solutions
 
-# Every notebook and solution with workers started by spawn, as on macOS and Windows (slow:
-# every worker is a new Python that imports torch). Run it before a release.
+# Every notebook and solution with workers started by spawn, as on macOS and Windows, and the
+# unit tests' spawn cases (the __main__ guard script, editing a lesson module, the preloaded
+# forkserver): slow, every worker is a new Python that imports torch. Run it before a release.
 test-spawn: setup
-	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests/test_course_guarantees.py
+	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist load -m spawn --durations=8 tests
 
 unit: setup
 	LOADERLAB_TEST_MODE=1 $(PY) -m pytest -n 2 --dist loadscope --no-loadscope-reorder tests

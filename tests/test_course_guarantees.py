@@ -54,22 +54,17 @@ def _executor():
     return module
 
 
-# The solutions where the default start method never reaches a worker: their checker forks
-# whatever the start method (the student's class lives in the notebook's __main__, which only a
-# forked worker can see: 05-08, 15), names its own (12 spawns), or the solution starts no
-# workers (02, 04, 14). A second start method re-tests nothing there, so the per-commit forkserver
-# pass leaves them out. The spawn pass (`make test-spawn`) runs every notebook and solution.
-FORKING_CHECKERS = {"02_split_loaders", "04_caching", "05_pad_collate_and_buckets", "06_cow_fix",
-                    "07_worker_seeding", "08_hang_fix", "12_spawn_safe_loader",
-                    "14_find_the_bottleneck", "15_too_many_open_files"}
+# The per-commit forkserver pass runs the notebooks only. A solution's workers run code its
+# checker starts: five checkers fork whatever the start method (the student's class lives in the
+# notebook's __main__, which only a forked worker can see), one spawns, three solutions start no
+# workers, and the checkers' own tests cover both kinds of start. The spawn pass (`make
+# test-spawn`, before a release) runs every notebook and solution with spawn.
 # Notebooks whose every DataLoader that starts workers names its start method (06 compares fork
 # with spawn and forkserver, 12 compares all three), or starts no workers at all (09): the
 # default start method never reaches a worker, so the forkserver pass would re-run the same
 # code. test_the_left_out_notebooks_never_use_the_default_start_method keeps that true.
 OWN_START_METHODS = {"06_copy_on_write_memory", "09_weighted_sampling", "12_start_methods"}
-SECOND_PASS = [p for p in NOTEBOOKS
-               if not (p.parent.name == "solutions" and p.stem in FORKING_CHECKERS)
-               and not (p.parent.name == "notebooks" and p.stem in OWN_START_METHODS)]
+SECOND_PASS = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.stem not in OWN_START_METHODS]
 
 
 def dataloader_calls(source: str) -> list[str]:
@@ -101,11 +96,6 @@ def test_the_left_out_notebooks_never_use_the_default_start_method(stem):
     assert calls, f"{stem} builds no DataLoader: is it still the notebook OWN_START_METHODS means?"
     default = [call for call in calls if "num_workers" in call and "multiprocessing_context" not in call]
     assert not default, f"{stem} starts workers with the default start method: {default[0][:80]}..."
-
-
-def test_the_forking_solutions_exist():
-    stems = {p.stem for p in NOTEBOOKS if p.parent.name == "solutions"}
-    assert FORKING_CHECKERS <= stems, f"not solutions: {sorted(FORKING_CHECKERS - stems)}"
 
 
 @pytest.mark.forkserver
