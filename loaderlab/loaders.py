@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from loaderlab._validate import require_loader, require_positive  # noqa: F401 - the doctor imports them from here
+from loaderlab._validate import require_loader
 
 
 def stop_workers(iterator: Any, kill: bool = False) -> None:

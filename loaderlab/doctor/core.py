@@ -12,14 +12,14 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 
-from loaderlab._validate import require_seconds
+from loaderlab._validate import require_positive, require_seconds
 from loaderlab.checks.report import one_line
 from loaderlab.doctor.findings import PROBES, SEVERITIES, finding
 from loaderlab.doctor.probes import Doctor
 from loaderlab.doctor.report import Report
 from loaderlab.doctor.workers import copied
 from loaderlab.env import progress as progress_bar
-from loaderlab.loaders import rebuild, require_positive
+from loaderlab.loaders import rebuild
 
 _WORKER_WARNING = "This DataLoader will create"  # torch's warning: more workers than cores
 
