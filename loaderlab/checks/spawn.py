@@ -111,7 +111,7 @@ def check_spawn_safe(make_loader: Callable[[], DataLoader]) -> str:
     try:
         batches = _epoch(spawned)
     except RuntimeError as exc:
-        if "exited unexpectedly" not in str(exc) and "timed out" not in str(exc):
+        if not any(what in str(exc) for what in ("exited unexpectedly", "by signal", "timed out")):
             raise
         raise Wrong(f"a spawned worker died or stalled ({one_line(exc)}): run the loader once "
                     f"with multiprocessing_context='spawn' to read the worker's own error. "
