@@ -25,7 +25,7 @@ lab: setup
 
 # Is this machine ready for the course? One line per check, each failure with its fix (< 1 min).
 preflight: setup
-	$(PY) -m loaderlab preflight
+	$(PY) tools/preflight.py
 
 # Every wheel the course needs, once, into wheelhouse/ (copy it to a USB stick; a student's
 # `make lab OFFLINE=1` installs from it). Same OS, CPU type and Python version as the students.

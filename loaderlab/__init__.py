@@ -17,7 +17,7 @@ import importlib
 
 # Public names and the module that holds each, imported on first use (PEP 562): ``import
 # loaderlab`` imports neither torch nor numpy, so every worker started by spawn or forkserver that
-# unpickles a course object pays only for what it uses, and ``python -m loaderlab preflight``
+# unpickles a course object pays only for what it uses, and ``make preflight``
 # can report a broken torch in one line instead of failing on import.
 _EXPORTS = {
     "setup": "env", "start_method": "env", "test_mode": "env", "progress": "env",

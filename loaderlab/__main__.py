@@ -12,9 +12,7 @@ from collections.abc import Sequence
 
 # command -> (module holding main(argv), one-line help). Add a command with one line here.
 COMMANDS = {
-    "preflight": ("loaderlab.preflight", "is this machine ready for the course? one line per check, with its fix"),
     "doctor": ("loaderlab.doctor.cli", "probe a DataLoader for the course's pitfalls: doctor my_module:make_loader"),
-    "grade": ("loaderlab.grade", "grade submitted labs in fresh kernels: grade SUBMISSION.ipynb... --csv grades.csv"),
 }
 
 

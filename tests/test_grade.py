@@ -1,4 +1,4 @@
-"""The grader (`python -m loaderlab grade`) on a folder of lab 01 submissions: a correct one under
+"""The grader (`python tools/grade.py`) on a folder of lab 01 submissions: a correct one under
 another name, an untouched lab, checker cells deleted (with a wrong answer and a fake verdict), a
 syntax error, no lab metadata, and an answer that loops forever (its own short --timeout). Each is
 graded right, and no process the grader started is left. Two grader runs, ~15-25 s in all."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,9 +16,10 @@ import nbformat
 import psutil
 import pytest
 
-from loaderlab import grade
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import grade  # noqa: E402
+
 LAB = "01_loop_to_dataloader.ipynb"  # the fastest lab to grade (~3 s a submission on 2 idle cores)
 LOOP_TIMEOUT = 6  # seconds the looping answer may run
 

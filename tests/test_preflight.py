@@ -1,14 +1,18 @@
-"""`python -m loaderlab preflight`: passes here; a too-small /dev/shm or a missing kernel fails
+"""`make preflight` (tools/preflight.py): passes here; a too-small /dev/shm or a missing kernel fails
 with one clear line and exit 1. Only the first test starts JupyterLab."""
 
 from __future__ import annotations
 
+import sys
 from collections import namedtuple
+from pathlib import Path
 
 import psutil
 import pytest
 
-from loaderlab import preflight
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import preflight  # noqa: E402
 
 MiB = 2**20
 Usage = namedtuple("Usage", "total used free percent")

@@ -3,7 +3,7 @@
 In a solution notebook the student's part sits between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION``; the lab gets a stub that raises NotImplementedError there, and no outputs.
 Every lab's metadata carries ``"loaderlab": {"lab": "01"}`` (from the solution's file name): the
-grader (``python -m loaderlab grade``) identifies a submission by it, whatever the student named it.
+grader (``python tools/grade.py``) identifies a submission by it, whatever the student named it.
 """
 
 from __future__ import annotations

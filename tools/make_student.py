@@ -4,8 +4,8 @@ Makefile, requirements and setup files, JupyterLab's settings and the docs, but 
 
 Left out: solutions/ and docs/answers.md (the answers), docs/instructor.md (the instructor's
 guide), tests/ and conftest.py (they run the solutions), the tools that need solutions/
-(make_labs, soak, build_site with mkdocs.yml), this script and .ci/. The files are those git
-tracks (commit a new notebook first), as they are in the working tree. The zip is refused
+(make_labs, soak, build_site with mkdocs.yml), the grader, this script and .ci/. The files are
+those git tracks (commit a new notebook first), as they are in the working tree. The zip is refused
 (exit 1, one sentence) when a lab or notebook in it mentions solutions/ or imports a lesson
 module the bundle lacks. Usage: python tools/make_student.py [--out PATH]
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "loaderlab-course"
 LEFT_OUT = ("solutions/", "tests/", ".ci/", "build/", "site/", "wheelhouse/", "conftest.py", "mkdocs.yml",
-            "docs/answers.md", "docs/instructor.md", "tools/make_labs.py", "tools/make_student.py",
+            "docs/answers.md", "docs/instructor.md", "tools/grade.py", "tools/make_labs.py", "tools/make_student.py",
             "tools/soak.py", "tools/build_site.py")
 NOT_FILES = re.compile(r"(^|/)(\.git|\.venv|__pycache__|\.ipynb_checkpoints|\.pytest_cache|\.ruff_cache|"
                        r"\.cache|[^/]*\.egg-info)(/|$)|^labs/lab[^/]*\.py$")

@@ -1,4 +1,4 @@
-"""Grade submitted lab notebooks: ``python -m loaderlab grade SUBMISSION.ipynb... --csv PATH``.
+"""Grade submitted lab notebooks: ``python tools/grade.py SUBMISSION.ipynb... --csv PATH``.
 
 The lab is the one named in the notebook's metadata (``"loaderlab": {"lab": "01"}``, written by
 ``tools/make_labs.py``), whatever the file is called. Each submission runs in its own kernel, in a
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from loaderlab.checks.report import FAIL, PASS, PENDING
 
-ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside loaderlab/
+ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
 IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M)
@@ -52,12 +52,12 @@ class Result:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence instead of argparse's usage + error
-        raise UsageError(f"{message} (usage: python -m loaderlab grade SUBMISSION.ipynb... --csv PATH [--timeout S])")
+        raise UsageError(f"{message} (usage: python tools/grade.py SUBMISSION.ipynb... --csv PATH [--timeout S])")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Return the parsed options; raise UsageError on a missing file, non-notebook or bad --timeout."""
-    parser = _Parser(prog="python -m loaderlab grade", description="Grade lab notebooks, each in its own "
+    parser = _Parser(prog="python tools/grade.py", description="Grade lab notebooks, each in its own "
                      "kernel with its lab's official checks (the lab from the notebook's metadata).")
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
     parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason")
@@ -275,7 +275,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = parse_args(argv)
     except UsageError as exc:
-        print(f"python -m loaderlab grade: {exc}", file=sys.stderr)
+        print(f"tools/grade.py: {exc}", file=sys.stderr)
         return 2
     results, status = [], 0
     for path in args.paths:
@@ -298,3 +298,7 @@ def main(argv: Sequence[str]) -> int:
     print(summary(results))
     print(f"grades written to {args.csv}")
     return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

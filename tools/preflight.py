@@ -1,4 +1,4 @@
-"""``python -m loaderlab preflight`` (``make preflight``): is this machine ready for the course?
+"""``make preflight`` (``python tools/preflight.py``): is this machine ready for the course?
 
 One line per check, each failure with a one-line fix; exit 1 when a check fails, 0 otherwise
 (warnings do not fail). ``--skip lab,loader`` leaves out the slow checks. Under a minute.
@@ -257,7 +257,7 @@ def run(skip: Sequence[str] = ()) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loaderlab preflight", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python tools/preflight.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip", default="", help=f"checks to leave out, comma-separated: {','.join(CHECKS)}")
     args = parser.parse_args(argv)
     skip = [name for name in args.skip.split(",") if name]
