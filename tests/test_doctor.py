@@ -40,7 +40,7 @@ from loaderlab.doctor import (
     section_link,
 )
 from loaderlab.doctor.findings import NB
-from loaderlab.doctor.speed import growth_after_start
+from loaderlab.doctor.probes import growth_after_start
 from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, state_of
 from loaderlab.failures import CrashingDataset
 

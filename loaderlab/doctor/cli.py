@@ -1,9 +1,6 @@
-"""``python -m loaderlab doctor my_module:make_loader [--json]``: the doctor's command line.
-
-``--json`` prints the report as JSON (shape: ``loaderlab.doctor.JSON_SHAPE``). Exit status: 0
-when no finding reaches ``--fail-on`` (default ``error``), 1 when one does, 2 for a usage error
-(bad module path, a factory that is not callable or returns no DataLoader), said in one sentence.
-"""
+"""``python -m loaderlab doctor my_module:make_loader [--json]``: the doctor's command line. Exit
+status 0 when no finding reaches ``--fail-on`` (default ``error``), 1 when one does, 2 for a usage
+error (said in one sentence)."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ class UsageError(Exception):
 
 
 def resolve(target: str) -> Any:
-    """Return the object named by ``module.path:attribute`` (attribute may be dotted), or raise
-    ``UsageError`` with one sentence."""
+    """Return the object named by ``module.path:attribute`` (attribute may be dotted)."""
     module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
     if target.count(":") != 1 or not module_name or not attribute:
         raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
@@ -96,13 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers = [int(w) for w in args.workers.split(",") if w.strip()]
         except ValueError:
             raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
-        if args.time_budget <= 0 or args.max_batches <= 0 or args.step < 0 or not workers or min(workers) < 0:
-            raise UsageError("--time-budget and --max-batches must be > 0, --step and --workers >= 0")
+        shm = 1.0 if args.shm_mb is None else args.shm_mb
+        if not workers or min(args.time_budget, args.max_batches, shm) <= 0 or min(args.step, *workers) < 0:
+            raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, --step and --workers >= 0")
         probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]
         if not probes or set(probes) - set(PROBES):
             raise UsageError(f"--probes must be a comma-separated list drawn from {', '.join(PROBES)}")
-        if args.shm_mb is not None and args.shm_mb <= 0:
-            raise UsageError("--shm-mb must be > 0")
         hook = resolve(args.between_epochs) if args.between_epochs else None
         if hook is not None and not callable(hook):
             raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, not a function")

@@ -21,22 +21,6 @@ from loaderlab.doctor.workers import copied
 from loaderlab.env import progress as progress_bar
 from loaderlab.loaders import rebuild
 
-_WORKER_WARNING = "This DataLoader will create"  # torch's warning: more workers than cores
-
-
-def _as_loader(loader_or_factory: Any) -> DataLoader:
-    if isinstance(loader_or_factory, DataLoader):
-        return loader_or_factory
-    if not callable(loader_or_factory):
-        raise TypeError("loader_or_factory must be a DataLoader or a callable returning one, "
-                        f"got {type(loader_or_factory).__name__}")
-    with warnings.catch_warnings():  # reported as speed.workers_over_cores instead
-        warnings.filterwarnings("ignore", message=_WORKER_WARNING, category=UserWarning)
-        made = loader_or_factory()
-    if not isinstance(made, DataLoader):
-        raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, got {type(made).__name__}")
-    return made
-
 
 def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
@@ -49,37 +33,22 @@ def describe(loader: DataLoader) -> str:
 
 
 def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
-    """Return a loader like ``loader`` over copies of its dataset, sampler, batch sampler and
-    generator (pickled together, so the samplers still point at the copied dataset), or
-    ``(None, why)`` when the dataset cannot be copied."""
+    """Return a loader like ``loader`` over copies of its dataset, samplers and generator (pickled
+    together: the samplers still point at the copied dataset), or ``(None, why)``."""
     objects, problem = copied((loader.dataset, loader.sampler, loader.batch_sampler, loader.generator))
     if objects is None:
         return None, problem
     dataset, sampler, batch_sampler, generator = objects
+    copies: dict[str, Any] = {"dataset": dataset, "generator": generator}
     if isinstance(dataset, IterableDataset):
-        return rebuild(loader, dataset=dataset, generator=generator), None
-    if type(loader.batch_sampler) is BatchSampler:  # keep loader.sampler reachable, as in the user's loader
-        return rebuild(loader, dataset=dataset, batch_sampler=None, sampler=sampler, generator=generator,
-                       batch_size=loader.batch_size, drop_last=loader.drop_last), None
-    if loader.batch_sampler is not None:
-        return rebuild(loader, dataset=dataset, batch_sampler=batch_sampler, generator=generator), None
-    return rebuild(loader, dataset=dataset, sampler=sampler, generator=generator), None
-
-
-def _check_options(time_budget_s: Any, max_batches: Any, workers: list, step_s: Any, between_epochs: Any,
-                   probes: Any, shm_bytes: Any) -> list[str]:
-    require_positive(time_budget_s, "time_budget_s", integer=False)
-    require_positive(max_batches, "max_batches")
-    require_positive(shm_bytes, "shm_bytes", allow_none=True)
-    require_seconds(step_s, "step_s")
-    if not workers or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in workers):
-        raise ValueError(f"workers must list ints >= 0, got {workers!r}")
-    if between_epochs is not None and not callable(between_epochs):
-        raise TypeError(f"between_epochs must be callable(loader, epoch), got {type(between_epochs).__name__}")
-    chosen = [] if isinstance(probes, str) else list(probes)
-    if isinstance(probes, str) or any(p not in PROBES for p in chosen):
-        raise ValueError(f"probes must be a list drawn from {PROBES}, got {probes!r}")
-    return chosen
+        pass
+    elif type(loader.batch_sampler) is BatchSampler:  # keep loader.sampler reachable, as in the user's loader
+        copies.update(batch_sampler=None, sampler=sampler, batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
+        copies.update(batch_sampler=batch_sampler)
+    else:
+        copies.update(sampler=sampler)
+    return rebuild(loader, **copies), None
 
 
 def doctor(
@@ -94,32 +63,40 @@ def doctor(
     shm_bytes: int | None = None,
     progress: bool = False,
 ) -> Report:
-    """Return a ``Report`` of the pitfalls measured on copies of a DataLoader.
+    """Return a ``Report`` of the pitfalls measured on pickled copies of a DataLoader (or of the one
+    a factory returns); the loader, its dataset, sampler and generators are never iterated or changed.
 
-    ``loader_or_factory`` is a DataLoader or a callable taking no argument that returns one.
-    ``time_budget_s`` bounds the whole probe (a probe that cannot start in time is listed as
-    not probed); ``max_batches`` bounds each timed pass; ``workers`` are the ``num_workers``
-    values compared with yours; ``step_s`` is your training step's duration (the passes sleep
-    that long per batch). ``between_epochs(loader, epoch)`` is what your loop does between
-    epochs (e.g. ``loader.sampler.set_epoch(epoch)``); the epoch probes call it on a copy.
+    ``time_budget_s`` bounds the whole probe, ``max_batches`` each timed pass; ``workers`` are the
+    ``num_workers`` values compared with yours; ``step_s`` is your training step (slept per batch);
+    ``between_epochs(loader, epoch)`` is what your loop does between epochs (called on a copy);
     ``shm_bytes``: /dev/shm's size where the loader will run (default: this machine's free
-    /dev/shm). ``probes`` picks among ``PROBES``. The probes work on pickled copies: the loader,
-    its dataset, sampler and generators are never iterated or changed.
+    /dev/shm); ``probes`` picks among ``PROBES``.
     """
     start = time.perf_counter()
-    loader = _as_loader(loader_or_factory)
-    workers = list(workers)
-    chosen = _check_options(time_budget_s, max_batches, workers, step_s, between_epochs, probes, shm_bytes)
-    saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
-    ran, skipped = [], {}
-    names = [p for p in PROBES if p in chosen]
-    # torch warns when a loader asks for more workers than cores; the sweep does it on purpose,
-    # and the user's own setting is reported as the finding speed.workers_over_cores
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_WORKER_WARNING, category=UserWarning)
+    with warnings.catch_warnings():  # torch's "more workers than cores": reported as speed.workers_over_cores
+        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+        loader = loader_or_factory() if callable(loader_or_factory) else loader_or_factory
+        if not isinstance(loader, DataLoader):
+            raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, got {type(loader).__name__}"
+                            if callable(loader_or_factory) else "loader_or_factory must be a DataLoader or a callable "
+                            f"returning one, got {type(loader).__name__}")
+        require_positive(time_budget_s, "time_budget_s", integer=False)
+        require_positive(max_batches, "max_batches")
+        require_positive(shm_bytes, "shm_bytes", allow_none=True)
+        require_seconds(step_s, "step_s")
+        workers = list(workers)
+        if not workers or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in workers):
+            raise ValueError(f"workers must list ints >= 0, got {workers!r}")
+        if between_epochs is not None and not callable(between_epochs):
+            raise TypeError(f"between_epochs must be callable(loader, epoch), got {type(between_epochs).__name__}")
+        chosen = [] if isinstance(probes, str) else list(probes)
+        if isinstance(probes, str) or any(p not in PROBES for p in chosen):
+            raise ValueError(f"probes must be a list drawn from {PROBES}, got {probes!r}")
+        saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
+        names, ran, skipped = [p for p in PROBES if p in chosen], [], {}
         work, problem = working_copy(loader)
-        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s),
-                     between_epochs, shm_bytes)
+        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s), between_epochs,
+                     shm_bytes)
         try:
             for name in progress_bar(names, desc="doctor", total=len(names)) if progress else names:
                 why = doc.why_not(name)

@@ -1,8 +1,5 @@
-"""The doctor's one registry of findings: code -> severity, probe, message, fix, notebook section.
-
-A probe reports ``finding(code, **figures)``: the message is the registry's template filled with
-the figures measured, so a code, its words, its fix and its link are declared here only.
-"""
+"""The doctor's one registry of findings (code -> severity, probe, message, fix, notebook section):
+a probe reports ``finding(code, **figures)``, the registry's templates filled with its figures."""
 
 from __future__ import annotations
 
@@ -20,14 +17,15 @@ NB = {n[:2]: n for n in (
 
 
 class Spec(NamedTuple):
-    """What the registry holds for one code."""
+    """One code: its usual severity (a probe may change it), the one probe that reports it, message
+    and fix templates, and the notebook and heading of the section that reproduces it."""
 
-    severity: str  # the usual severity; a probe may lower or raise it (e.g. no workers yet)
-    probe: str  # the one probe that reports it
-    message: str  # template filled with the finding's figures
+    severity: str
+    probe: str
+    message: str
     fix: str
     notebook: str
-    heading: str  # the heading of the section that reproduces the pitfall or shows the fix
+    heading: str
 
 
 FINDINGS: dict[str, Spec] = {
@@ -146,8 +144,7 @@ PROBES = ("pickling", "collate", "stream", "batches", "random", "persistent", "s
 
 
 def anchor(heading: str) -> str:
-    """Return the Jupyter anchor of a markdown heading: its text without ``#``, backticks and
-    ``*``, spaces replaced by ``-`` (what Jupyter and nbviewer link to)."""
+    """Return the Jupyter anchor of a markdown heading (no ``#``, backticks, ``*``; spaces as ``-``)."""
     return heading.lstrip("#").strip().replace("`", "").replace("*", "").replace(" ", "-")
 
 

@@ -1,9 +1,7 @@
 """The doctor's probes: each looks for one pitfall's signature on copies of the user's loader.
 
-``Doctor.why_not(probe)`` is the one place that decides whether a probe applies to a loader (and
-if not, whether that is "nothing to look at" or "could not look"). Every probe that fetches
-samples works on ``Doctor.work``: a loader over pickled copies of the dataset, sampler and
-generator (``workers.copied``), so the user's objects are never advanced or changed.
+``Doctor.why_not(probe)`` alone decides whether a probe runs. Probes that fetch samples use
+``Doctor.work``, a loader over pickled copies (``workers.copied``): the user's objects never change.
 """
 
 from __future__ import annotations
@@ -13,26 +11,28 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import shutil
 import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset
+from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.data.sampler import WeightedRandomSampler
 
 from loaderlab.checks.report import one_line
 from loaderlab.doctor import workers as wk
 from loaderlab.doctor.findings import Finding, finding
-from loaderlab.doctor.speed import MB, SpeedProbes
 from loaderlab.loaders import rebuild, stop_workers
-from loaderlab.measure import Pass, timed_batches
+from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_batches, timed_pass
 
+MB = 1024 * 1024
+MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
 NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run even when the budget is spent
 
 
@@ -55,23 +55,17 @@ class _MainModuleFinder(pickle.Pickler):
             self.in_main.add(getattr(kind, "__qualname__", type(kind).__qualname__))
 
 
-def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int] | None, **overrides: Any) -> DataLoader:
+def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int], **overrides: Any) -> DataLoader:
     """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
-    kwargs = dict(dataset=dataset, batch_size=None, batch_sampler=None, collate_fn=wk.identity, drop_last=False,
-                  sampler=list(indices) if indices is not None else None)
-    return rebuild(loader, **{**kwargs, **overrides})
+    return rebuild(loader, **{"dataset": dataset, "batch_size": None, "batch_sampler": None, "drop_last": False,
+                              "collate_fn": wk.identity, "sampler": list(indices), **overrides})
 
 
-def _open_resources(dataset: Any) -> list[str]:
-    """Return the names of open files and sockets held by the dataset (or a dataset it wraps)."""
-    found = []
+def _fields(dataset: Any) -> Iterator[tuple[str, Any]]:
+    """Yield ``(name, value)`` for the attributes of the dataset and of a dataset it wraps."""
     for prefix, ds in [("dataset", dataset), ("dataset.dataset", getattr(dataset, "dataset", None))]:
         for name, value in (getattr(ds, "__dict__", None) or {}).items():
-            if isinstance(value, io.IOBase) and not value.closed:
-                found.append(f"file {prefix}.{name} ({getattr(value, 'name', '?')})")
-            elif isinstance(value, socket.socket) and value.fileno() >= 0:
-                found.append(f"socket {prefix}.{name}")
-    return found
+            yield f"{prefix}.{name}", value
 
 
 def _tensors(obj: Any) -> list[Any]:
@@ -103,7 +97,29 @@ def _common(position_sets: list[set[int] | None]) -> tuple[int, int]:
     return (len(set.intersection(*sets)), len(sets)) if sets else (0, 0)
 
 
-class Doctor(SpeedProbes):
+def stretch_rates(run: Pass, stretches: int = 3, least: int = 3) -> list[float]:
+    """Return samples/s over consecutive stretches of a pass after start-up, or [] (a stretch's
+    longest wait counts as its median: one pause of a busy machine does not decide)."""
+    skip = max(1, run.num_workers)  # each worker's first batch includes its start-up
+    sizes, waits = run.sizes[skip:], run.waits_s[skip:]
+    each = len(sizes) // stretches
+    if each < least:
+        return []
+    seconds = [sum(w) - max(w) + float(np.median(w)) for w in (waits[i * each:(i + 1) * each] for i in range(stretches))]
+    return [sum(sizes[:each * stretches]) / stretches / max(s, 1e-9) for s in seconds]
+
+
+def growth_after_start(sampler: WorkerMemorySampler, before: set[int], start: int | None) -> dict[int, float]:
+    """Return each new worker's USS growth (MB) from record ``start`` on: peak minus first
+    reading; {} without 2 readings."""
+    readings: dict[int, list[float]] = {}
+    for r in sampler.records[start:] if start is not None else ():
+        if r.role == "worker" and r.pid not in before:
+            readings.setdefault(r.pid, []).append(r.uss_mb)
+    return {pid: max(v) - v[0] for pid, v in readings.items() if len(v) >= 2}
+
+
+class Doctor:
     """The probes of one ``doctor(...)`` call; ``work`` is the loader over the copies (or None)."""
 
     def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
@@ -118,11 +134,9 @@ class Doctor(SpeedProbes):
         self.method = getattr(ctx, "get_start_method", lambda: ctx)() if ctx else multiprocessing.get_start_method()
         self.findings: list[Finding] = []
         self.figures: dict[str, dict[str, Any]] = {}
-        self.workers_ok = True  # False once pickling fails under spawn/forkserver
-        self.batches_ok = True  # False once a batch cannot be collated
+        self.workers_ok = self.batches_ok = True  # False once pickling fails under spawn / a batch cannot be collated
         self.stream_duplicates = False
         self.startup_s = 0.0  # longest wait seen for a first item from new workers
-        self.memory_workers = 0
 
     def left(self) -> float:
         """Return the seconds left of the time budget."""
@@ -143,7 +157,7 @@ class Doctor(SpeedProbes):
 
     def why_not(self, probe: str) -> tuple[str, str] | None:
         """Return None when ``probe`` runs now, else ("n/a", why: nothing to look at) or
-        ("skipped", why: something to look at that could not be probed). The one place that decides."""
+        ("skipped", why: something to look at that could not be probed)."""
         loader, kinds = self.loader, {type(s) for s in samplers_of(self.loader)}
         not_applicable = {
             "stream": not self.iterable and "not an IterableDataset",
@@ -175,22 +189,22 @@ class Doctor(SpeedProbes):
 
     # -- pickling and open files (the user's objects, read only) ----------------------------
     def pickling(self) -> None:
-        loader = self.loader
-        parts = {"dataset": loader.dataset, "collate_fn": loader.collate_fn, "worker_init_fn": loader.worker_init_fn}
-        sizes, failed, in_main = {}, {}, set()
-        for name, obj in parts.items():
-            if obj is None:
+        loader, sizes, failed, in_main = self.loader, {}, {}, set()
+        for name in ("dataset", "collate_fn", "worker_init_fn"):
+            if getattr(loader, name) is None:
                 continue
             finder = _MainModuleFinder()
             try:
-                finder.dump(obj)
+                finder.dump(getattr(loader, name))
                 sizes[name] = finder.out.tell()
             except Exception as exc:  # noqa: BLE001 - any pickling error is the finding
                 failed[name] = one_line(exc)
             in_main |= finder.in_main
         self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3), "failed": sorted(failed)}
         uses_workers, fresh = loader.num_workers > 0, self.method in ("spawn", "forkserver")
-        opened = _open_resources(loader.dataset)
+        opened = [f"file {name} ({getattr(value, 'name', '?')})" if isinstance(value, io.IOBase) else f"socket {name}"
+                  for name, value in _fields(loader.dataset) if isinstance(value, io.IOBase) and not value.closed
+                  or isinstance(value, socket.socket) and value.fileno() >= 0]
         if opened:
             self.add("dataset.open_file", None if uses_workers else "warning", names=", ".join(opened))
         if failed:
@@ -204,14 +218,13 @@ class Doctor(SpeedProbes):
 
     # -- one batch: can it be collated, and does it fit /dev/shm ------------------------------
     def collate(self) -> None:
-        loader, ds = self.loader, self.dataset
-        bs = loader.batch_size
-        m = min(bs, 16)
+        loader, ds, bs = self.loader, self.dataset, self.loader.batch_size
         if self.iterable:
-            samples = list(itertools.islice(iter(ds), m))
+            samples = list(itertools.islice(iter(ds), min(bs, 16)))
         else:
             n = self._len()
-            samples = [ds[(j * n) // min(n, m)] for j in range(min(n, m))]
+            m = min(n, bs, 16)
+            samples = [ds[(j * n) // m] for j in range(m)]
         try:
             batch = loader.collate_fn(samples)
         except Exception as exc:
@@ -226,8 +239,7 @@ class Doctor(SpeedProbes):
         workers, prefetch = loader.num_workers, loader.prefetch_factor or 2
         shm = self.shm_bytes
         if shm is None and os.path.isdir("/dev/shm"):
-            st = os.statvfs("/dev/shm")
-            shm = st.f_bavail * st.f_frsize
+            shm = shutil.disk_usage("/dev/shm").free
         need_mb = batch_mb * prefetch * workers
         self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb": round(need_mb, 1),
                                    "shm_mb": round(shm / MB, 1) if shm is not None else None}
@@ -237,13 +249,12 @@ class Doctor(SpeedProbes):
 
     # -- map-style batch sizes -------------------------------------------------------------
     def batches(self) -> None:
-        bs = self.work.batch_sampler if self.work is not None else None
+        bs = self.work.batch_sampler
         if bs is None:
             return
         if type(bs) is BatchSampler:
-            n, size = len(bs.sampler), bs.batch_size  # type: ignore[arg-type]
+            n, size, total = len(bs.sampler), bs.batch_size, len(bs)  # type: ignore[arg-type]
             ones = 1 if (n % size == 1 and not bs.drop_last and size > 1) else 0
-            total = len(bs)
         else:  # a custom batch sampler (the copy): count what one epoch yields
             sizes = [len(b) for b in itertools.islice(iter(bs), 100_000)]
             ones = sum(s == 1 for s in sizes) if max(sizes, default=0) > 1 else 0
@@ -295,30 +306,21 @@ class Doctor(SpeedProbes):
     # -- random draws ------------------------------------------------------------------------
     def random(self) -> None:
         n, ds = self._len(), self.dataset
-        k = min(12, n)
-        indices = sorted({(j * n) // k for j in range(k)})
-        masks = {}
-        for i in indices:
-            mask = wk.random_part(ds[i], ds[i])
-            if mask is not None and mask.any():
-                masks[i] = mask
+        indices = sorted({(j * n) // min(12, n) for j in range(min(12, n))})
+        masks = {i: mask for i in indices if (mask := wk.random_part(ds[i], ds[i])) is not None and mask.any()}
         self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
         if len(masks) * 2 < len(indices):
             return  # the samples are (mostly) deterministic: nothing to compare
-        doubled = [i for i in masks for _ in range(2)]
-        nw = max(2, self.loader.num_workers)
+        doubled, nw = [i for i in masks for _ in range(2)], max(2, self.loader.num_workers)
         wrapped = wk.ProbeDataset(ds, whole=True)
         # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
         loaders = [_probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False, in_order=True)]
-        # Epoch 2 needs fresh workers, but only one: worker 0 fetching what it fetched in epoch 1
-        # draws the same values exactly when every epoch's workers start from the same state.
-        # Persistent workers continue their generators: no second epoch to compare. Without a
-        # between_epochs hook nothing changes between the epochs: epoch 2's worker starts at once.
+        # Epoch 2: one fresh worker fetching what worker 0 fetched draws the same values exactly when
+        # every epoch's workers start from the same state (persistent workers continue their generators).
+        # Without a between_epochs hook nothing changes between the epochs: both start at once.
         if not self.loader.persistent_workers:
             loaders.append(_probe_loader(self.work, wrapped, doubled[::nw], num_workers=1, persistent_workers=False))
-        together = self.between_epochs is None
-        epochs: list[dict[tuple[int, int], Any]] = []
-        iterators: dict[int, Any] = {}
+        together, epochs, iterators = self.between_epochs is None, [], {}
         try:
             t0 = time.perf_counter()
             if together:
@@ -327,9 +329,8 @@ class Doctor(SpeedProbes):
                 if not together:
                     if epoch and self.left() <= self.startup_s:
                         break
-                    t0 = time.perf_counter()
-                    iterators[epoch] = iter(probe)
-                got = {}
+                    t0, iterators[epoch] = time.perf_counter(), iter(probe)
+                got: dict[tuple[int, int], Any] = {}
                 for index, worker, sample, _ in iterators[epoch]:
                     if not got and not (together and epoch):
                         self.started(time.perf_counter() - t0)
@@ -340,9 +341,7 @@ class Doctor(SpeedProbes):
         finally:
             for iterator in iterators.values():
                 stop_workers(iterator)
-            iterators.clear()
-        first = epochs[0]
-        by_index: dict[int, list[Any]] = {}
+        first, by_index = epochs[0], {}
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
         dup, pairs = _common([wk.equal_positions(masks[i], *v[:2]) for i, v in by_index.items() if len(v) >= 2])
@@ -367,7 +366,7 @@ class Doctor(SpeedProbes):
             else:
                 self.figures["persistent"] = {"checked": False}
                 return
-        indices = list(range(min(self._len(), 2 * self.loader.num_workers)))
+        indices = range(min(self._len(), 2 * self.loader.num_workers))
         probe = _probe_loader(self.work, wk.ProbeDataset(ds, with_state=True), indices)
         try:
             t0 = time.perf_counter()
@@ -397,7 +396,7 @@ class Doctor(SpeedProbes):
                 orders.append(list(iter(dist)))
                 self._hook(self.work, epoch + 1)
             same = orders[0] == orders[1]
-            n, replicas = len(dist.dataset), dist.num_replicas  # type: ignore[arg-type]
+            n, replicas, per_rank = len(dist.dataset), dist.num_replicas, dist.num_samples  # type: ignore[arg-type]
             extra = dist.total_size - n
             self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same, "indices": len(orders[0]),
                                            "samples": n, "replicas": replicas, "padded": max(0, extra),
@@ -405,17 +404,15 @@ class Doctor(SpeedProbes):
             if dist.shuffle and same and len(orders[0]) > 1:
                 self.add("distributed.no_set_epoch", indices=len(orders[0]))
             if extra > 0:
-                self.add("distributed.padding", samples=n, replicas=replicas, repeats=extra, per_rank=dist.num_samples)
+                self.add("distributed.padding", samples=n, replicas=replicas, repeats=extra, per_rank=per_rank)
             elif extra < 0:
-                self.add("distributed.drops", samples=n, replicas=replicas, dropped=-extra, per_rank=dist.num_samples)
+                self.add("distributed.drops", samples=n, replicas=replicas, dropped=-extra, per_rank=per_rank)
         weighted = next((s for s in found if isinstance(s, WeightedRandomSampler)), None)
-        if weighted is not None:
-            self._weighted_mix(weighted)
-
-    def _weighted_mix(self, sampler: WeightedRandomSampler) -> None:
-        weights = sampler.weights.double()
-        found = [getattr(self.dataset, a, None) for a in ("targets", "labels")]
-        labels = next((v for v in found if hasattr(v, "__len__") and len(v) == len(weights)), None)
+        if weighted is None:
+            return
+        weights = weighted.weights.double()
+        attrs = [getattr(self.dataset, a, None) for a in ("targets", "labels")]
+        labels = next((v for v in attrs if hasattr(v, "__len__") and len(v) == len(weights)), None)
         if labels is None:
             self.figures["weighted"] = {"labels": "not reachable (no dataset.targets or dataset.labels)"}
             return
@@ -433,16 +430,89 @@ class Doctor(SpeedProbes):
 
     # -- large Python containers (attributes only, no fetch) ------------------------------------
     def containers(self) -> None:
-        found = {}
-        ds = self.loader.dataset
-        for prefix, d in [("dataset", ds), ("dataset.dataset", getattr(ds, "dataset", None))]:
-            if d is None or prefix != "dataset" and not isinstance(d, Dataset):
-                continue
-            for name, value in getattr(d, "__dict__", {}).items():
-                mb = _container_mb(value)
-                if mb is not None:
-                    found[f"{prefix}.{name}"] = (len(value), mb)
+        found = {name: (len(value), mb) for name, value in _fields(self.loader.dataset)
+                 if (mb := _container_mb(value)) is not None}
         self.figures["containers"] = {k: {"items": n, "mb": round(mb, 1)} for k, (n, mb) in found.items()}
         for name, (n, mb) in found.items():
             self.add("memory.python_container", "warning" if self.loader.num_workers else "info",
                      name=name, items=n, mb=round(mb, 1))
+
+    # -- speed and worker memory ----------------------------------------------------------------
+    def speed(self) -> None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        user = self.loader.num_workers
+        if user > cores:
+            self.add("speed.workers_over_cores", workers=user, cores=cores)
+        counts = [user] if self.stream_duplicates else list(dict.fromkeys([user, *self.workers]))
+        if 0 in counts:  # 0 first: it starts no worker, and what a batch costs decides the rest
+            counts = [0, *(w for w in counts if w)]
+        passes: dict[int, Pass] = {}
+        growth: dict[int, float] = {}
+        i = 0
+        while i < len(counts):
+            w = counts[i]
+            share = self.left() / (len(counts) - i)
+            if passes and w != user and (share < 0.5 or (w > 0 and self.left() <= self.startup_s)):
+                break  # your own setting is always measured
+            copy = rebuild(self.work, num_workers=w, persistent_workers=False)
+            passes[w] = self._timed(copy, w, share, growth, counts)
+            if w and passes[w].waits_s:
+                self.started(passes[w].waits_s[0])
+            rate = passes[w].steady_samples_per_s if w == 0 else None
+            if rate and 1000 * passes[0].samples / passes[0].batches / rate < MATERIAL_MS:
+                # a batch this cheap gains nothing from more workers than yours; one 2+ pass for memory
+                kept = [c for c in counts if c <= user]
+                counts = kept if any(c >= 2 for c in kept) else kept + [c for c in counts if c >= 2][:1]
+            i += 1
+        self._speed_findings(passes, growth, user)
+
+    def _timed(self, copy: DataLoader, w: int, share: float, growth: dict[int, float], planned: list[int]) -> Pass:
+        """Time one pass; one pass with 2+ workers also samples the workers' memory (not yours when
+        another is planned: the sampler's thread takes CPU from the timing)."""
+        user = self.loader.num_workers
+        if not (w >= 2 and not growth and (w != user or not [c for c in planned if c >= 2 and c != user])):
+            return timed_pass(copy, self.max_batches, share, self.step_s or None, kill=True)
+        before = {p.pid for p in live_workers()}
+        marks: list[int] = []
+
+        def read_memory(count: int) -> None:
+            if count == w:  # every worker has delivered a batch: start-up is behind them
+                marks.append(len(sampler.records))
+            if count >= w and (count - w) % 8 == 0:
+                sampler.sample()
+
+        with WorkerMemorySampler(interval_s=0.1) as sampler:
+            run = timed_pass(copy, self.max_batches, share, self.step_s or None, read_memory, kill=True)
+        self.memory_workers = w
+        growth.update(growth_after_start(sampler, before, marks[0] if marks else None))
+        return run
+
+    def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int) -> None:
+        stretches = {w: stretch_rates(p) for w, p in passes.items()}
+        medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
+        self.figures["speed"] = {"samples_per_s": {w: round(p.steady_samples_per_s or 0, 1) for w, p in passes.items()},
+                                 "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
+                                 "batches": {w: p.batches for w, p in passes.items()}}
+        if growth:
+            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
+            if max(growth.values()) >= 32:
+                self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
+                         batches=passes[self.memory_workers].batches)
+        mine = medians.get(user)
+        if not mine:
+            self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
+            return
+        best_w = max(medians, key=medians.get)  # type: ignore[arg-type]
+        best, sizes = medians[best_w], passes[user].sizes
+        cost_ms = 1000 * (sum(sizes) / len(sizes)) / (medians.get(0) or mine)  # making a batch, in one process
+        beyond_noise = min(stretches[best_w]) > max(stretches[user]) and best >= 1.5 * mine
+        self.figures["speed"].update(speedup_best=round(best / mine, 2), batch_cost_ms=round(cost_ms, 2),
+                                     beyond_noise=beyond_noise)
+        if best_w == user or not beyond_noise:
+            return
+        figures = dict(best=best_w, best_rate=best, rate=mine, workers=user, speedup=round(best / mine, 1),
+                       repeats=len(stretches[user]))
+        if best_w > user and cost_ms >= MATERIAL_MS:
+            self.add("speed.more_workers", **figures)
+        elif best_w < user:
+            self.add("speed.workers_slower", **figures)

@@ -1,7 +1,5 @@
-"""What the doctor runs inside DataLoader workers (probe wrappers, sample fingerprints; in the
-package, so spawn workers can unpickle them) and the copies of the user's objects it probes.
-Attribute reads and writes on a wrapper go to the wrapped dataset, so a ``worker_init_fn``
-setting ``get_worker_info().dataset.rng`` still reaches it."""
+"""What the doctor runs inside DataLoader workers (probe wrappers and sample fingerprints, importable
+by spawn workers) and ``copied``: the pickled copies of the user's objects that the probes use."""
 
 from __future__ import annotations
 
@@ -21,9 +19,9 @@ from loaderlab.datasets import AttributeForwarding
 _SCALARS = (int, float, bool, np.number, np.bool_)
 
 
-def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> None:
-    """Append a sample's numbers (tensors, arrays, scalars: flat float64) to ``nums`` and its
-    structure and other values to ``tags``, in a fixed order (containers recursively)."""
+def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> tuple[list, list[str]]:
+    """Append a sample's numbers (flat float64 arrays) to ``nums`` and its structure and other
+    values to ``tags``, in a fixed order; return both."""
     if isinstance(obj, torch.Tensor) or isinstance(obj, np.ndarray) and obj.dtype.kind != "O":
         tags.append(f"{obj.dtype}{tuple(obj.shape)}")
         array = obj.detach().cpu().double().numpy() if isinstance(obj, torch.Tensor) else obj.astype(np.float64)
@@ -36,7 +34,8 @@ def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> 
     elif isinstance(obj, (Mapping, list, tuple, np.ndarray)):
         keys = sorted(obj, key=repr) if isinstance(obj, Mapping) else None
         tags.append(f"{type(obj).__name__}{keys!r}[")
-        for item in [obj[k] for k in keys] if keys is not None else list(np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj):
+        items = np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj
+        for item in items if keys is None else [obj[k] for k in keys]:
             _walk(item, nums, tags, depth + 1)
         tags.append("]")
     elif hasattr(obj, "tobytes"):  # PIL images and the like
@@ -44,30 +43,25 @@ def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> 
     else:  # plain objects: their fields (never a repr with an address)
         tags.append(type(obj).__name__)
         _walk(getattr(obj, "__dict__", {}), nums, tags, depth + 1)
+    return nums, tags
 
 
 def numbers(sample: Any) -> np.ndarray:
     """Return every number in a sample as one flat float64 vector, in a fixed order."""
-    nums: list[np.ndarray] = []
-    _walk(sample, nums, [])
+    nums = _walk(sample, [], [])[0]
     return np.concatenate(nums) if nums else np.zeros(0)
 
 
 def fingerprint(sample: Any) -> str:
-    """Return a short hex digest of a sample's content (numbers, dtypes, shapes, structure):
-    equal samples give equal fingerprints in any process."""
-    nums: list[np.ndarray] = []
-    tags: list[str] = []
-    _walk(sample, nums, tags)
-    h = hashlib.blake2b("|".join(tags).encode(), digest_size=12)
-    for array in nums:
-        h.update(array.tobytes())
-    return h.hexdigest()
+    """Return a digest of a sample's content: equal samples give equal fingerprints in any process."""
+    nums, tags = _walk(sample, [], [])
+    return hashlib.blake2b(b"".join(["|".join(tags).encode(), *(a.tobytes() for a in nums)]),
+                           digest_size=12).hexdigest()
 
 
 def state_of(dataset: Any) -> dict[str, str]:
-    """Return the dataset's small attributes (numbers, strings, tensors of ≤ 64 values) as
-    ``{name: fingerprint}``: what a worker's copy of the dataset holds right now."""
+    """Return ``{name: fingerprint}`` of the dataset's small attributes (numbers, strings, tensors
+    of ≤ 64 values): what a worker's copy of the dataset holds now."""
     small = (*_SCALARS, str, bytes, type(None))
     return {k: fingerprint(v) for k, v in getattr(dataset, "__dict__", {}).items() if isinstance(v, small)
             or isinstance(v, (torch.Tensor, np.ndarray)) and (v.numel() if isinstance(v, torch.Tensor) else v.size) <= 64}
@@ -82,9 +76,23 @@ def identity(batch: Any) -> Any:
     return batch
 
 
+def random_part(first: Any, second: Any) -> np.ndarray | None:
+    """Return the mask of the numbers that differ between two fetches of one index (None when
+    the two do not hold as many numbers)."""
+    a, b = numbers(first), numbers(second)
+    return ~((a == b) | (np.isnan(a) & np.isnan(b))) if a.shape == b.shape else None
+
+
+def equal_positions(mask: np.ndarray, first: Any, second: Any) -> set[int] | None:
+    """Return the random positions (``mask``) where two samples hold the same number (None when
+    they do not hold as many numbers)."""
+    a, b = numbers(first), numbers(second)
+    return set(np.flatnonzero(mask & (a == b)).tolist()) if a.shape == b.shape == mask.shape else None
+
+
 class ProbeDataset(AttributeForwarding, Dataset):
-    """Wraps a map-style dataset; item ``i`` is ``(i, worker id, dataset[i] or its
-    fingerprint, state_of(dataset) or None)`` (worker id -1 in the main process)."""
+    """Wraps a map-style dataset; item ``i`` is ``(i, worker id or -1, dataset[i] or its
+    fingerprint, state_of(dataset) or None)``."""
 
     def __init__(self, dataset: Dataset, with_state: bool = False, whole: bool = False) -> None:
         object.__setattr__(self, "_inner", dataset)
@@ -98,20 +106,6 @@ class ProbeDataset(AttributeForwarding, Dataset):
         sample = self._inner[index]
         state = state_of(self._inner) if self._with_state else None
         return index, _worker_id(), sample if self._whole else fingerprint(sample), state
-
-
-def random_part(first: Any, second: Any) -> np.ndarray | None:
-    """Return the mask of the numbers that differ between two fetches of the same index, or
-    None when the two samples do not hold as many numbers."""
-    a, b = numbers(first), numbers(second)
-    return ~((a == b) | (np.isnan(a) & np.isnan(b))) if a.shape == b.shape else None
-
-
-def equal_positions(mask: np.ndarray, first: Any, second: Any) -> set[int] | None:
-    """Return the random positions (``mask``) where two samples hold the same number, or None
-    when they cannot be compared (not as many numbers)."""
-    a, b = numbers(first), numbers(second)
-    return set(np.flatnonzero(mask & (a == b)).tolist()) if a.shape == b.shape == mask.shape else None
 
 
 class ProbeIterable(AttributeForwarding, IterableDataset):
@@ -131,8 +125,8 @@ def _share(tensor: torch.Tensor) -> torch.Tensor:
 
 
 class _CopyPickler(pickle.Pickler):
-    """Pickles like ``pickle.dumps`` but keeps shared-memory tensors shared in the copy (a
-    dataset that hands epochs to its workers through one must behave the same on the copy)."""
+    """``pickle.dumps``, but shared-memory tensors stay shared in the copy (a dataset may hand
+    epochs to its workers through one)."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, torch.Tensor) and obj.is_shared() and not obj.is_cuda:
@@ -141,9 +135,8 @@ class _CopyPickler(pickle.Pickler):
 
 
 def copied(objects: Any) -> tuple[Any, str | None]:
-    """Return ``(copy of objects, None)`` made by pickling them together (shared references stay
-    shared, generators keep their state), by ``copy.deepcopy`` when pickling fails, or
-    ``(None, reason)`` when neither works. Probes fetch samples from the copy only."""
+    """Return ``(copy, None)``, pickled together (shared references stay shared) or else
+    deep-copied, or ``(None, reason)`` when neither works."""
     buffer = io.BytesIO()
     try:
         _CopyPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(objects)
