@@ -33,12 +33,13 @@ from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_bat
 
 MB = 1024 * 1024
 MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
-NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run even when the budget is spent
+NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run on a spent budget
 
 
 def samplers_of(loader: DataLoader) -> list[Any]:
     """Return the loader's sampler, batch sampler and the batch sampler's sampler (those set)."""
-    return [s for s in (loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None)) if s is not None]
+    found = (loader.sampler, loader.batch_sampler, getattr(loader.batch_sampler, "sampler", None))
+    return [s for s in found if s is not None]
 
 
 class _MainModuleFinder(pickle.Pickler):
@@ -57,8 +58,8 @@ class _MainModuleFinder(pickle.Pickler):
 
 def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int], **overrides: Any) -> DataLoader:
     """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
-    return rebuild(loader, **{"dataset": dataset, "batch_size": None, "batch_sampler": None, "drop_last": False,
-                              "collate_fn": wk.identity, "sampler": list(indices), **overrides})
+    kwargs = {"dataset": dataset, "batch_size": None, "batch_sampler": None, "sampler": list(indices)}
+    return rebuild(loader, **kwargs, **{"drop_last": False, "collate_fn": wk.identity, **overrides})
 
 
 def _fields(dataset: Any) -> Iterator[tuple[str, Any]]:
@@ -86,8 +87,8 @@ def _container_mb(value: Any) -> float | None:
     if not isinstance(value, (list, tuple, dict, set, np.ndarray)) or len(value) < 10_000:
         return None
     first = list(itertools.islice(value.items() if isinstance(value, dict) else value, 64))
-    each = sum(sum(map(sys.getsizeof, x)) if isinstance(value, dict) else sys.getsizeof(x) for x in first) / 64
-    mb = (sys.getsizeof(value) + len(value) * each) / MB
+    each = [sum(map(sys.getsizeof, x)) if isinstance(value, dict) else sys.getsizeof(x) for x in first]
+    mb = (sys.getsizeof(value) + len(value) * (sum(each) / 64)) / MB
     return mb if mb >= 4 else None
 
 
@@ -105,7 +106,8 @@ def stretch_rates(run: Pass, stretches: int = 3, least: int = 3) -> list[float]:
     each = len(sizes) // stretches
     if each < least:
         return []
-    seconds = [sum(w) - max(w) + float(np.median(w)) for w in (waits[i * each:(i + 1) * each] for i in range(stretches))]
+    parts = [waits[i * each:(i + 1) * each] for i in range(stretches)]
+    seconds = [sum(w) - max(w) + float(np.median(w)) for w in parts]
     return [sum(sizes[:each * stretches]) / stretches / max(s, 1e-9) for s in seconds]
 
 
@@ -125,16 +127,20 @@ class Doctor:
     def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
                  max_batches: int, workers: Sequence[int], step_s: float,
                  between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
-        self.loader, self.work, self.copy_problem, self.end = loader, work, copy_problem, time.perf_counter() + budget_s
-        self.max_batches, self.workers, self.step_s, self.between_epochs = max_batches, workers, step_s, between_epochs
-        self.shm_bytes = shm_bytes
-        self.dataset = work.dataset if work is not None else None  # the copy: the only dataset probes fetch from
+        self.loader, self.work, self.copy_problem = loader, work, copy_problem
+        self.end, self.max_batches, self.workers = time.perf_counter() + budget_s, max_batches, workers
+        self.step_s, self.between_epochs, self.shm_bytes = step_s, between_epochs, shm_bytes
+        self.dataset = work.dataset if work is not None else None  # the copy: probes fetch from it alone
         self.iterable = isinstance(loader.dataset, IterableDataset)
+        try:
+            self.n = None if self.iterable else len(loader.dataset)  # type: ignore[arg-type]
+        except TypeError:
+            self.n = None
         ctx = loader.multiprocessing_context
-        self.method = getattr(ctx, "get_start_method", lambda: ctx)() if ctx else multiprocessing.get_start_method()
+        self.method = ctx.get_start_method() if ctx else multiprocessing.get_start_method()  # torch keeps a context
         self.findings: list[Finding] = []
         self.figures: dict[str, dict[str, Any]] = {}
-        self.workers_ok = self.batches_ok = True  # False once pickling fails under spawn / a batch cannot be collated
+        self.workers_ok = self.batches_ok = True  # False once workers cannot start / batches cannot collate
         self.stream_duplicates = False
         self.startup_s = 0.0  # longest wait seen for a first item from new workers
 
@@ -149,12 +155,6 @@ class Doctor:
         """Note how long new workers took to deliver their first item (start-up included)."""
         self.startup_s = max(self.startup_s, seconds)
 
-    def _len(self) -> int | None:
-        try:
-            return len(self.loader.dataset)  # type: ignore[arg-type]
-        except TypeError:
-            return None
-
     def why_not(self, probe: str) -> tuple[str, str] | None:
         """Return None when ``probe`` runs now, else ("n/a", why: nothing to look at) or
         ("skipped", why: something to look at that could not be probed)."""
@@ -162,12 +162,13 @@ class Doctor:
         not_applicable = {
             "stream": not self.iterable and "not an IterableDataset",
             "batches": self.iterable and "an IterableDataset (the stream probe counts its batches)",
-            "random": (self.iterable or not self._len()) and "no indexable samples",
-            "persistent": (self.iterable or not (loader.persistent_workers and loader.num_workers)
-                           or not self._len()) and "no persistent workers over indexable samples",
+            "random": not self.n and "no indexable samples",
+            "persistent": not (loader.persistent_workers and loader.num_workers and self.n)
+            and "no persistent workers over indexable samples",
             "samplers": not any(issubclass(k, (DistributedSampler, WeightedRandomSampler)) for k in kinds)
             and "no DistributedSampler or WeightedRandomSampler",
-            "collate": (loader.batch_size is None or not self.iterable and not self._len()) and "no automatic batching",
+            "collate": (loader.batch_size is None or not (self.iterable or self.n))
+            and "no automatic batching",
         }.get(probe)
         if not_applicable:
             return "n/a", not_applicable
@@ -200,19 +201,24 @@ class Doctor:
             except Exception as exc:  # noqa: BLE001 - any pickling error is the finding
                 failed[name] = one_line(exc)
             in_main |= finder.in_main
-        self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3), "failed": sorted(failed)}
-        uses_workers, fresh = loader.num_workers > 0, self.method in ("spawn", "forkserver")
-        opened = [f"file {name} ({getattr(value, 'name', '?')})" if isinstance(value, io.IOBase) else f"socket {name}"
-                  for name, value in _fields(loader.dataset) if isinstance(value, io.IOBase) and not value.closed
-                  or isinstance(value, socket.socket) and value.fileno() >= 0]
+        self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3),
+                                    "failed": sorted(failed)}
+        opened = []
+        for name, value in _fields(loader.dataset):
+            if isinstance(value, io.IOBase) and not value.closed:
+                opened.append(f"file {name} ({getattr(value, 'name', '?')})")
+            elif isinstance(value, socket.socket) and value.fileno() >= 0:
+                opened.append(f"socket {name}")
         if opened:
-            self.add("dataset.open_file", None if uses_workers else "warning", names=", ".join(opened))
+            self.add("dataset.open_file", None if loader.num_workers else "warning", names=", ".join(opened))
         if failed:
-            self.workers_ok = not (fresh and uses_workers)
-            when = (f"this loader starts its workers with {self.method}, so iter(loader) fails" if not self.workers_ok
-                    else "workers started with spawn (macOS, Windows) or forkserver will fail")
-            self.add("pickle.fails", None if not self.workers_ok else "warning",
-                     what=", ".join(f"{k} ({v})" for k, v in failed.items()), when=when, failed=sorted(failed))
+            self.workers_ok = not (loader.num_workers and self.method in ("spawn", "forkserver"))
+            when = "workers started with spawn (macOS, Windows) or forkserver will fail"
+            if not self.workers_ok:
+                when = f"this loader starts its workers with {self.method}, so iter(loader) fails"
+            what = ", ".join(f"{k} ({v})" for k, v in failed.items())
+            self.add("pickle.fails", "warning" if self.workers_ok else None, what=what, when=when,
+                     failed=sorted(failed))
         if in_main:
             self.add("pickle.main_module", names=", ".join(sorted(in_main)), classes=sorted(in_main))
 
@@ -222,9 +228,8 @@ class Doctor:
         if self.iterable:
             samples = list(itertools.islice(iter(ds), min(bs, 16)))
         else:
-            n = self._len()
-            m = min(n, bs, 16)
-            samples = [ds[(j * n) // m] for j in range(m)]
+            m = min(self.n, bs, 16)
+            samples = [ds[(j * self.n) // m] for j in range(m)]
         try:
             batch = loader.collate_fn(samples)
         except Exception as exc:
@@ -241,8 +246,8 @@ class Doctor:
         if shm is None and os.path.isdir("/dev/shm"):
             shm = shutil.disk_usage("/dev/shm").free
         need_mb = batch_mb * prefetch * workers
-        self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb": round(need_mb, 1),
-                                   "shm_mb": round(shm / MB, 1) if shm is not None else None}
+        self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb":
+                                   round(need_mb, 1), "shm_mb": None if shm is None else round(shm / MB, 1)}
         if shm is not None and workers and need_mb * MB > shm:
             self.add("memory.shm_too_small", batch_mb=round(batch_mb, 1), workers=workers, prefetch=prefetch,
                      need_mb=round(need_mb), shm_mb=round(shm / MB))
@@ -280,7 +285,7 @@ class Doctor:
         for batch in timed_batches(probe, run, seconds=share, kill=True):
             items = batch if loader.batch_size is not None else [batch]
             sizes.append(len(items))
-            delivered.update(fp for _worker, fp in items)
+            delivered.update(items)
         self.started(run.first_batch_s if loader.num_workers and run.batches else 0.0)
         if not run.finished:
             self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
@@ -290,14 +295,16 @@ class Doctor:
         lost = max(0, n_held - (n_delivered - extra))
         partial = sorted(s for s in sizes if loader.batch_size and s < loader.batch_size)
         workers = max(1, loader.num_workers)
-        self.figures["stream"] = {"counted": True, "held": n_held, "delivered": n_delivered, "duplicated": extra,
-                                  "lost": lost, "batches": len(sizes), "partial_batches": partial}
+        self.figures["stream"] = {"counted": True, "held": n_held, "delivered": n_delivered,
+                                  "duplicated": extra, "lost": lost, "batches": len(sizes),
+                                  "partial_batches": partial}
         if extra:
             self.stream_duplicates = True
             self.add("iterable.duplicates", delivered=n_delivered, held=n_held, extra=extra, workers=workers)
         if lost:
-            why = (f"drop_last=True drops the partial batch of each of the {workers} worker(s)" if loader.drop_last
-                   else "the workers' shards leave them out")
+            why = "the workers' shards leave them out"
+            if loader.drop_last:
+                why = f"drop_last=True drops the partial batch of each of the {workers} worker(s)"
             self.add("iterable.lost_items", delivered=n_delivered - extra, held=n_held, lost=lost, why=why)
         elif len(partial) > 1:
             self.add("iterable.partial_batches", count=len(partial), sizes=partial, workers=workers,
@@ -305,21 +312,23 @@ class Doctor:
 
     # -- random draws ------------------------------------------------------------------------
     def random(self) -> None:
-        n, ds = self._len(), self.dataset
-        indices = sorted({(j * n) // min(12, n) for j in range(min(12, n))})
-        masks = {i: mask for i in indices if (mask := wk.random_part(ds[i], ds[i])) is not None and mask.any()}
+        n, ds, k = self.n, self.dataset, min(12, self.n)
+        indices = sorted({(j * n) // k for j in range(k)})
+        masks = {i: m for i in indices if (m := wk.random_part(ds[i], ds[i])) is not None and m.any()}
         self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
         if len(masks) * 2 < len(indices):
             return  # the samples are (mostly) deterministic: nothing to compare
         doubled, nw = [i for i in masks for _ in range(2)], max(2, self.loader.num_workers)
-        wrapped = wk.ProbeDataset(ds, whole=True)
+        wrapped = wk.ProbeDataset(ds)
         # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
-        loaders = [_probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False, in_order=True)]
+        loaders = [_probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False,
+                                 in_order=True)]
         # Epoch 2: one fresh worker fetching what worker 0 fetched draws the same values exactly when
         # every epoch's workers start from the same state (persistent workers continue their generators).
         # Without a between_epochs hook nothing changes between the epochs: both start at once.
         if not self.loader.persistent_workers:
-            loaders.append(_probe_loader(self.work, wrapped, doubled[::nw], num_workers=1, persistent_workers=False))
+            loaders.append(_probe_loader(self.work, wrapped, doubled[::nw], num_workers=1,
+                                         persistent_workers=False))
         together, epochs, iterators = self.between_epochs is None, [], {}
         try:
             t0 = time.perf_counter()
@@ -331,7 +340,7 @@ class Doctor:
                         break
                     t0, iterators[epoch] = time.perf_counter(), iter(probe)
                 got: dict[tuple[int, int], Any] = {}
-                for index, worker, sample, _ in iterators[epoch]:
+                for index, worker, sample in iterators[epoch]:
                     if not got and not (together and epoch):
                         self.started(time.perf_counter() - t0)
                     got[(index, worker)] = sample
@@ -344,13 +353,15 @@ class Doctor:
         first, by_index = epochs[0], {}
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
-        dup, pairs = _common([wk.equal_positions(masks[i], *v[:2]) for i, v in by_index.items() if len(v) >= 2])
+        dup, pairs = _common([wk.equal_positions(masks[i], *v[:2]) for i, v in by_index.items()
+                              if len(v) >= 2])
         self.figures["random"].update(index_pairs=pairs, values_repeated_across_workers=dup)
         if pairs >= 3 and dup:
-            self.add("random.duplicate_across_workers", random=len(masks), indices=len(indices), values=dup, pairs=pairs)
+            self.add("random.duplicate_across_workers", random=len(masks), indices=len(indices), values=dup,
+                     pairs=pairs)
         if len(epochs) == 2:
-            common = [key for key in first if key in epochs[1]]
-            dup, compared = _common([wk.equal_positions(masks[key[0]], first[key], epochs[1][key]) for key in common])
+            dup, compared = _common([wk.equal_positions(masks[key[0]], first[key], epochs[1][key])
+                                     for key in first if key in epochs[1]])
             self.figures["random"].update(compared_across_epochs=compared, values_repeated_across_epochs=dup)
             if compared >= 3 and dup:
                 self.add("random.repeats_across_epochs", values=dup, compared=compared)
@@ -366,7 +377,7 @@ class Doctor:
             else:
                 self.figures["persistent"] = {"checked": False}
                 return
-        indices = range(min(self._len(), 2 * self.loader.num_workers))
+        indices = range(min(self.n, 2 * self.loader.num_workers))
         probe = _probe_loader(self.work, wk.ProbeDataset(ds, with_state=True), indices)
         try:
             t0 = time.perf_counter()
@@ -395,18 +406,17 @@ class Doctor:
             for epoch in range(2):
                 orders.append(list(iter(dist)))
                 self._hook(self.work, epoch + 1)
-            same = orders[0] == orders[1]
-            n, replicas, per_rank = len(dist.dataset), dist.num_replicas, dist.num_samples  # type: ignore[arg-type]
-            extra = dist.total_size - n
-            self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same, "indices": len(orders[0]),
-                                           "samples": n, "replicas": replicas, "padded": max(0, extra),
+            same, n = orders[0] == orders[1], len(dist.dataset)  # type: ignore[arg-type]
+            extra, shard = dist.total_size - n, {"samples": n, "replicas": dist.num_replicas}
+            self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same,
+                                           "indices": len(orders[0]), **shard, "padded": max(0, extra),
                                            "dropped": max(0, -extra)}
             if dist.shuffle and same and len(orders[0]) > 1:
                 self.add("distributed.no_set_epoch", indices=len(orders[0]))
             if extra > 0:
-                self.add("distributed.padding", samples=n, replicas=replicas, repeats=extra, per_rank=per_rank)
+                self.add("distributed.padding", **shard, repeats=extra, per_rank=dist.num_samples)
             elif extra < 0:
-                self.add("distributed.drops", samples=n, replicas=replicas, dropped=-extra, per_rank=per_rank)
+                self.add("distributed.drops", **shard, dropped=-extra, per_rank=dist.num_samples)
         weighted = next((s for s in found if isinstance(s, WeightedRandomSampler)), None)
         if weighted is None:
             return
@@ -422,11 +432,13 @@ class Doctor:
         index = torch.tensor([position[y] for y in labels])
         mix = torch.zeros(len(classes), dtype=torch.float64).index_add_(0, index, weights) / weights.sum()
         plain = torch.bincount(index, minlength=len(classes)).double() / len(labels)
-        shares = [{str(c): round(float(p), 3) for c, p in zip(classes, ps, strict=True)} for ps in (mix, plain)]
+        shares = [{str(c): round(float(p), 3) for c, p in zip(classes, ps, strict=True)}
+                  for ps in (mix, plain)]
         self.figures["weighted"] = {"expected_mix": shares[0], "label_mix": shares[1]}
         text = [", ".join(f"{c}: {p:.0%}" for c, p in share.items()) for share in shares]
         balanced = len(classes) < 2 or float(mix.max()) < 2 * float(mix.min())
-        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text[0], plain=text[1], expected_mix=shares[0])
+        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text[0], plain=text[1],
+                 expected_mix=shares[0])
 
     # -- large Python containers (attributes only, no fetch) ------------------------------------
     def containers(self) -> None:
@@ -459,14 +471,15 @@ class Doctor:
             if w and passes[w].waits_s:
                 self.started(passes[w].waits_s[0])
             rate = passes[w].steady_samples_per_s if w == 0 else None
-            if rate and 1000 * passes[0].samples / passes[0].batches / rate < MATERIAL_MS:
+            if rate and 1000 * (passes[0].samples / passes[0].batches) / rate < MATERIAL_MS:
                 # a batch this cheap gains nothing from more workers than yours; one 2+ pass for memory
                 kept = [c for c in counts if c <= user]
                 counts = kept if any(c >= 2 for c in kept) else kept + [c for c in counts if c >= 2][:1]
             i += 1
         self._speed_findings(passes, growth, user)
 
-    def _timed(self, copy: DataLoader, w: int, share: float, growth: dict[int, float], planned: list[int]) -> Pass:
+    def _timed(self, copy: DataLoader, w: int, share: float, growth: dict[int, float],
+               planned: list[int]) -> Pass:
         """Time one pass; one pass with 2+ workers also samples the workers' memory (not yours when
         another is planned: the sampler's thread takes CPU from the timing)."""
         user = self.loader.num_workers
@@ -490,11 +503,13 @@ class Doctor:
     def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int) -> None:
         stretches = {w: stretch_rates(p) for w, p in passes.items()}
         medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
-        self.figures["speed"] = {"samples_per_s": {w: round(p.steady_samples_per_s or 0, 1) for w, p in passes.items()},
-                                 "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
-                                 "batches": {w: p.batches for w, p in passes.items()}}
+        self.figures["speed"] = {
+            "samples_per_s": {w: round(p.steady_samples_per_s or 0, 1) for w, p in passes.items()},
+            "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
+            "batches": {w: p.batches for w, p in passes.items()}}
         if growth:
-            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
+            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1)
+                                                               for k, v in growth.items()}}
             if max(growth.values()) >= 32:
                 self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
                          batches=passes[self.memory_workers].batches)
@@ -503,8 +518,8 @@ class Doctor:
             self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
             return
         best_w = max(medians, key=medians.get)  # type: ignore[arg-type]
-        best, sizes = medians[best_w], passes[user].sizes
-        cost_ms = 1000 * (sum(sizes) / len(sizes)) / (medians.get(0) or mine)  # making a batch, in one process
+        best, run = medians[best_w], passes[user]
+        cost_ms = 1000 * (run.samples / run.batches) / (medians.get(0) or mine)  # a batch's cost in 1 process
         beyond_noise = min(stretches[best_w]) > max(stretches[user]) and best >= 1.5 * mine
         self.figures["speed"].update(speedup_best=round(best / mine, 2), batch_cost_ms=round(cost_ms, 2),
                                      beyond_noise=beyond_noise)

@@ -91,33 +91,29 @@ def equal_positions(mask: np.ndarray, first: Any, second: Any) -> set[int] | Non
 
 
 class ProbeDataset(AttributeForwarding, Dataset):
-    """Wraps a map-style dataset; item ``i`` is ``(i, worker id or -1, dataset[i] or its
-    fingerprint, state_of(dataset) or None)``."""
+    """Wraps a map-style dataset; item ``i`` is ``(i, worker id or -1, dataset[i])``, or with
+    ``with_state`` ``(i, worker id, state_of(dataset) after fetching dataset[i])``."""
 
-    def __init__(self, dataset: Dataset, with_state: bool = False, whole: bool = False) -> None:
+    def __init__(self, dataset: Dataset, with_state: bool = False) -> None:
         object.__setattr__(self, "_inner", dataset)
         object.__setattr__(self, "_with_state", bool(with_state))
-        object.__setattr__(self, "_whole", bool(whole))
 
     def __len__(self) -> int:
         return len(self._inner)  # type: ignore[arg-type]
 
-    def __getitem__(self, index: int) -> tuple[int, int, Any, dict[str, str] | None]:
+    def __getitem__(self, index: int) -> tuple[int, int, Any]:
         sample = self._inner[index]
-        state = state_of(self._inner) if self._with_state else None
-        return index, _worker_id(), sample if self._whole else fingerprint(sample), state
+        return index, _worker_id(), state_of(self._inner) if self._with_state else sample
 
 
 class ProbeIterable(AttributeForwarding, IterableDataset):
-    """Wraps an IterableDataset; yields ``(worker id, fingerprint of item)`` for each item."""
+    """Wraps an IterableDataset; yields the fingerprint of each item."""
 
     def __init__(self, dataset: IterableDataset) -> None:
         object.__setattr__(self, "_inner", dataset)
 
-    def __iter__(self) -> Iterator[tuple[int, str]]:
-        worker = _worker_id()
-        for item in self._inner:
-            yield worker, fingerprint(item)
+    def __iter__(self) -> Iterator[str]:
+        return map(fingerprint, self._inner)
 
 
 def _share(tensor: torch.Tensor) -> torch.Tensor:
