@@ -1,8 +1,8 @@
 """Checker for lab 10: a distributed epoch loop with ``set_epoch`` and an exactly-once evaluation.
 
-Ranks are simulated in one process (explicit ``num_replicas`` / ``rank``), so no process group is
-needed. The training orders are compared exactly with what ``DistributedSampler`` yields after
-``set_epoch(epoch)``; the evaluation shards must cover every sample exactly once.
+Ranks are simulated in one process (explicit ``num_replicas`` / ``rank``): the training orders are
+compared exactly with ``DistributedSampler`` after ``set_epoch(epoch)``; the evaluation shards must
+cover every sample exactly once.
 """
 
 from __future__ import annotations
@@ -46,68 +46,60 @@ def _index(value: Any, where: str, hint: str) -> int:
                     f"belongs. {hint}") from None
 
 
+def _entries(result: Any, count: int, what: str, hint: str) -> list | tuple:
+    """Return ``result`` if it is a list or tuple of ``count`` entries, else raise Wrong."""
+    if not isinstance(result, (list, tuple)) or len(result) != count:
+        got = f"{len(result)} items" if isinstance(result, (list, tuple)) else type(result).__name__
+        raise Wrong(f"{what}, got {got}. {hint}")
+    return result
+
+
 def _per_rank(result: Any, world_size: int, what: str, hint: str) -> list[list[int]]:
     """Return ``result`` as one list of int indices per rank, or raise Wrong."""
-    if not isinstance(result, (list, tuple)) or len(result) != world_size:
-        got = f"{len(result)} items" if isinstance(result, (list, tuple)) else type(result).__name__
-        raise Wrong(f"{what} should be a list with one list of indices per rank "
-                    f"({world_size} ranks), got {got}. {hint}")
+    result = _entries(result, world_size, f"{what} should be a list with one list of indices per rank "
+                      f"({world_size} ranks)", hint)
     shards = []
     for rank, shard in enumerate(result):
-        if isinstance(shard, torch.Tensor):
-            shard = shard.reshape(-1).tolist() if shard.dim() <= 1 else shard
+        if isinstance(shard, torch.Tensor) and shard.dim() <= 1:
+            shard = shard.reshape(-1).tolist()
         if not isinstance(shard, (list, tuple)):
-            raise Wrong(f"{what}, rank {rank}: expected a list of indices, got "
-                        f"{type(shard).__name__}. {hint}")
+            raise Wrong(f"{what}, rank {rank}: expected a list of indices, got {type(shard).__name__}. {hint}")
         shards.append([_index(i, f"{what}, rank {rank}", hint) for i in shard])
     return shards
 
 
-def _check_train(train_orders: Callable[..., Any], n: int, world: int, epochs: int,
-                 seed: int) -> None:
+def _check_train(train_orders: Callable[..., Any], n: int, world: int, epochs: int, seed: int) -> None:
     """Raise Wrong when ``train_orders(n, world, epochs, seed)`` differs from the contract."""
-    result = train_orders(n, world, epochs, seed)
-    if not isinstance(result, (list, tuple)) or len(result) != epochs:
-        got = f"{len(result)} items" if isinstance(result, (list, tuple)) else type(result).__name__
-        raise Wrong(f"train_orders({n}, {world}, {epochs}, {seed}) should return one entry per "
-                    f"epoch ({epochs}), got {got}. {TRAIN_HINT}")
-    orders = [_per_rank(r, world, f"epoch {e}", TRAIN_HINT) for e, r in enumerate(result)]
     call = f"train_orders({n}, {world}, {epochs}, {seed})"
+    result = _entries(train_orders(n, world, epochs, seed), epochs,
+                      f"{call} should return one entry per epoch ({epochs})", TRAIN_HINT)
+    orders = [_per_rank(r, world, f"epoch {e}", TRAIN_HINT) for e, r in enumerate(result)]
     padded = reference_orders(n, world, epochs, seed)
-    if orders == padded:
-        return
-    if orders == reference_orders(n, world, epochs, seed, drop_last=True):
+    if orders in (padded, reference_orders(n, world, epochs, seed, drop_last=True)):
         return  # dropping the remainder is a legitimate training choice
     first = orders[0]
     if all(shard == first[0] for shard in first[1:]):
-        raise Wrong(f"{call}: every rank sees the same indices — build each rank's "
-                    f"DistributedSampler with num_replicas=world_size and its own rank=r. "
-                    f"{TRAIN_HINT}")
-    if first == rank_shards(n, world, shuffle=False) or first == rank_shards(
-            n, world, shuffle=False, drop_last=True):
+        raise Wrong(f"{call}: every rank sees the same indices — build each rank's DistributedSampler "
+                    f"with num_replicas=world_size and its own rank=r. {TRAIN_HINT}")
+    if first in (rank_shards(n, world, shuffle=False), rank_shards(n, world, shuffle=False, drop_last=True)):
         raise Wrong(f"{call}: the indices come in dataset order, not shuffled — training uses "
                     f"DistributedSampler(..., shuffle=True) (its default). {TRAIN_HINT}")
     if all(epoch == first for epoch in orders[1:]):
-        raise Wrong(f"{call}: all {epochs} epochs repeat the same order — call "
-                    f"sampler.set_epoch(epoch) with the epoch number before every epoch "
-                    f"(a constant is as good as none). {TRAIN_HINT}")
+        raise Wrong(f"{call}: all {epochs} epochs repeat the same order — call sampler.set_epoch(epoch) "
+                    f"with the epoch number before every epoch (a constant is as good as none). {TRAIN_HINT}")
     for e in range(1, epochs):
         frozen = [r for r in range(world) if orders[e][r] == orders[0][r]]
         if frozen and len(frozen) < world:
-            raise Wrong(f"{call}: rank {frozen[0]} repeats its epoch-0 order in epoch {e} while "
-                        f"other ranks move on — call set_epoch(epoch) on every rank's sampler, "
-                        f"or the ranks' shards overlap. {TRAIN_HINT}")
-    for e in range(epochs):
-        if orders[e] == rank_shards(n, world, epoch=e, seed=0) and seed != 0:
-            raise Wrong(f"{call}: your orders ignore seed={seed} — pass seed=seed to "
-                        f"DistributedSampler (every rank must use the same seed). {TRAIN_HINT}")
-    for e in range(epochs):
-        for r in range(world):
-            if orders[e][r] != padded[e][r]:
-                raise Wrong(f"{call}: epoch {e}, rank {r} sees {orders[e][r]} but "
-                            f"DistributedSampler(range({n}), num_replicas={world}, rank={r}, "
-                            f"seed={seed}) after set_epoch({e}) yields {padded[e][r]}. "
-                            f"{TRAIN_HINT}")
+            raise Wrong(f"{call}: rank {frozen[0]} repeats its epoch-0 order in epoch {e} while other "
+                        f"ranks move on — call set_epoch(epoch) on every rank's sampler, or the ranks' "
+                        f"shards overlap. {TRAIN_HINT}")
+    if seed != 0 and any(orders[e] == rank_shards(n, world, epoch=e, seed=0) for e in range(epochs)):
+        raise Wrong(f"{call}: your orders ignore seed={seed} — pass seed=seed to DistributedSampler "
+                    f"(every rank must use the same seed). {TRAIN_HINT}")
+    e, r = next((e, r) for e in range(epochs) for r in range(world) if orders[e][r] != padded[e][r])
+    raise Wrong(f"{call}: epoch {e}, rank {r} sees {orders[e][r]} but DistributedSampler(range({n}), "
+                f"num_replicas={world}, rank={r}, seed={seed}) after set_epoch({e}) yields "
+                f"{padded[e][r]}. {TRAIN_HINT}")
 
 
 def _check_eval(eval_indices: Callable[..., Any], n: int, world: int) -> list[list[int]]:
@@ -144,27 +136,11 @@ def _check_eval(eval_indices: Callable[..., Any], n: int, world: int) -> list[li
     return shards
 
 
-def _accuracies(shards: list[list[int]], n: int, world: int) -> tuple[float, float]:
-    """Return (accuracy over these shards, accuracy a padded DistributedSampler reports) for a
-    fixed pattern of right/wrong predictions (the first 30 % right)."""
-    correct = [i < round(0.3 * n) for i in range(n)]
-    padded = sum(rank_shards(n, world, shuffle=False), [])
-    ours = sum(correct[i] for shard in shards for i in shard) / sum(map(len, shards))
-    return ours, sum(correct[i] for i in padded) / len(padded)
-
-
 @checker
-def check_ddp_epochs(train_orders: Callable[..., Any],
-                     eval_indices: Callable[..., Any] | None = None) -> str:
-    """Return a confirmation if ``train_orders`` (and ``eval_indices`` when given) meet the
-    lab 10 contract; raise Wrong with the first problem found.
-
-    ``train_orders(dataset_len, world_size, epochs, seed)`` returns, per epoch and rank, the
-    indices DistributedSampler(shuffle=True, seed=seed) yields after set_epoch(epoch) (the
-    default padding, or drop_last=True). ``eval_indices(dataset_len, world_size)`` returns, per
-    rank, the indices it evaluates: every sample exactly once, ranks differing by at most one.
-    Indices may be ints or 0-d integer tensors.
-    """
+def check_ddp_epochs(train_orders: Callable[..., Any], eval_indices: Callable[..., Any] | None = None) -> str:
+    """Return a confirmation if ``train_orders(dataset_len, world_size, epochs, seed)`` gives, per
+    epoch and rank, DistributedSampler's indices after set_epoch(epoch) (padded or drop_last), and
+    ``eval_indices(dataset_len, world_size)`` (when given) evaluates every sample exactly once."""
     for case in TRAIN_CASES:
         _check_train(train_orders, *case)
     train_ok = (f"train_orders matches DistributedSampler + set_epoch(epoch) for "
@@ -173,7 +149,10 @@ def check_ddp_epochs(train_orders: Callable[..., Any],
         return train_ok + " (now write eval_indices)"
     shards = [_check_eval(eval_indices, n, world) for n, world in EVAL_CASES]
     n, world = EVAL_CASES[0]
-    ours, padded = _accuracies(shards[0], n, world)
+    correct = [i < round(0.3 * n) for i in range(n)]  # the first 30 % predicted right
+    ours = sum(correct[i] for i in sum(shards[0], [])) / sum(map(len, shards[0]))
+    padded = sum(rank_shards(n, world, shuffle=False), [])
     return (f"{train_ok}; eval_indices evaluates every sample exactly once for "
             f"{len(EVAL_CASES)} setups — on {n} samples and {world} ranks your shards give the "
-            f"true accuracy {ours:.2f}, a padded sampler would report {padded:.2f}")
+            f"true accuracy {ours:.2f}, a padded sampler would report "
+            f"{sum(correct[i] for i in padded) / len(padded):.2f}")

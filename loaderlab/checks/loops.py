@@ -1,11 +1,8 @@
 """Checker for lab 01: a Dataset + DataLoader that yields exactly the batches of a hand-written loop.
 
-The student writes ``make_loader(features, labels, sampler, batch_size) -> DataLoader``. The
-checker builds the hand-written loop's batches (take the indices in the sampler's order, cut
-them into slices of ``batch_size``, stack ``features[i]`` and ``labels[i]``) and compares
-them with the loader's batches tensor by tensor (shape, dtype, values) for several batch sizes,
-one of which does not divide the data, then again with the loader rebuilt with 2 workers
-(started like the session's workers; forked when the Dataset class lives in the notebook).
+``check_loop_to_loader(make_loader)`` compares the batches of ``make_loader(features, labels,
+sampler, batch_size)`` tensor by tensor with the loop's (``manual_batches``) for several batch
+sizes, then with the loader rebuilt with 2 workers (forked when the Dataset lives in the notebook).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ def loop_data(n: int = N_SAMPLES, dim: int = DIM, seed: int = 0) -> tuple[torch.
     generator = torch.Generator().manual_seed(seed)
     features = torch.randn(n, dim, generator=generator)
     features[:, 0] = torch.arange(n, dtype=torch.float32)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    return features, labels
+    return features, torch.randint(0, 3, (n,), generator=generator)
 
 
 def shuffled_sampler(n: int, seed: int) -> FixedOrderSampler:
@@ -71,31 +67,20 @@ def manual_batches(
     require_positive(batch_size, "batch_size")
     if len(features) != len(labels):
         raise ValueError(f"features has {len(features)} rows but labels has {len(labels)}")
-    batches = []
-    for start in range(0, len(order), batch_size):
-        chunk = list(order[start : start + batch_size])
-        batches.append((torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])))
-    return batches
+    chunks = [list(order[start : start + batch_size]) for start in range(0, len(order), batch_size)]
+    return [(torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])) for chunk in chunks]
 
 
 def collect_batches(loader: DataLoader) -> list[Any]:
-    """Return all batches of one pass over ``loader``; the pass timer stops its workers, also
-    when the pass raises (a traceback would otherwise keep them alive until the next garbage
-    collection) and when they persist."""
+    """Return all batches of one pass over ``loader``; its workers are stopped after, also when
+    the pass raises or they persist."""
     return timed_pass(loader, keep=True, close=True).values
 
 
-def _requested_order(loader: DataLoader) -> list[int]:
-    """Return the indices ``loader`` asks its dataset for, in order (one more draw of its sampler)."""
-    if loader.batch_sampler is not None:
-        return [int(i) for batch in loader.batch_sampler for i in batch]
-    return [int(i) for i in loader.sampler]
-
-
-def _diagnose(batches: list[Any], expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,
-              where: str, requested: list[int]) -> None:
-    """Raise Wrong with the first difference between the loader's batches and the loop's
-    (``requested``: the indices the loader asks its dataset for)."""
+def _diagnose(loader: DataLoader, expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,
+              where: str) -> None:
+    """Raise Wrong with the first difference between the batches of ``loader`` and the loop's."""
+    batches = collect_batches(loader)
     for k, batch in enumerate(batches):
         if not isinstance(batch, (list, tuple)) or len(batch) != 2:
             raise Wrong(f"{where} batch {k} is a {type(batch).__name__}, not a (features, labels) "
@@ -132,7 +117,9 @@ def _diagnose(batches: list[Any], expected: list[tuple[torch.Tensor, torch.Tenso
     got = torch.cat([x[:, 0] for x, _ in batches]).long().tolist()
     want = torch.cat([x[:, 0] for x, _ in expected]).long().tolist()
     if got != want:
-        if sorted(got) == sorted(want) and requested != want:
+        # the indices the loader asks its dataset for (one more draw of its sampler)
+        sampler = loader.batch_sampler if loader.batch_sampler is not None else [[i] for i in loader.sampler]
+        if sorted(got) == sorted(want) and [int(i) for batch in sampler for i in batch] != want:
             raise Wrong(f"{where} your batches hold the right samples but in another order: follow "
                         f"the sampler you are given (sampler=sampler, not shuffle=True). {HINT}")
         raise Wrong(f"{where} your batches hold other samples than the sampler's indices: "
@@ -148,26 +135,22 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
     """Check that ``make_loader(features, labels, sampler, batch_size)`` returns a DataLoader
     whose batches equal the hand-written loop's, for several batch sizes, with 0 and 2 workers."""
     features, labels = loop_data()
-    for seed, batch_size in enumerate(BATCH_SIZES):
+    for seed, batch_size in [*enumerate(BATCH_SIZES), (1, 8)]:
         sampler = shuffled_sampler(N_SAMPLES, seed)
-        expected = manual_batches(features, labels, sampler.order, batch_size)
         loader = make_loader(features, labels, sampler, batch_size)
         if not isinstance(loader, DataLoader):
             raise Wrong(f"make_loader returned a {type(loader).__name__}, not a "
                         f"torch.utils.data.DataLoader. {HINT}")
-        _diagnose(collect_batches(loader), expected, batch_size, f"With batch_size={batch_size},",
-                  _requested_order(loader))
-    sampler = shuffled_sampler(N_SAMPLES, 1)
-    expected = manual_batches(features, labels, sampler.order, 8)
-    loader = make_loader(features, labels, sampler, 8)
+        _diagnose(loader, manual_batches(features, labels, sampler.order, batch_size), batch_size,
+                  f"With batch_size={batch_size},")
     method = worker_start_method(loader.dataset)
     if method is None:
         return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} (workers not "
                 "checked: your Dataset class is defined in the notebook and this platform cannot fork)")
     with_workers = rebuild(loader, num_workers=2, multiprocessing_context=method,
                            timeout=WORKER_TIMEOUT_S, persistent_workers=False, prefetch_factor=2)
-    _diagnose(collect_batches(with_workers), expected, 8, "With batch_size=8 and num_workers=2,",
-              _requested_order(with_workers))
+    _diagnose(with_workers, manual_batches(features, labels, sampler.order, 8), 8,
+              "With batch_size=8 and num_workers=2,")
     return (f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
             f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers")
 

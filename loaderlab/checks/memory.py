@@ -1,19 +1,16 @@
 """Lab 06 checker: a Dataset that keeps its table shared by forked workers (copy-on-write).
 
-``check_cow_fix(FixedDataset)`` builds ``FixedDataset(rows)`` from a Python list of str,
-checks that it returns exactly ``rows[i]`` for every index (what the lab's ``CaptionDataset``,
-which keeps the list, returns), then runs one shuffled epoch with 2 forked workers (wherever
-fork exists: Linux and macOS, whatever the default start method; not Windows) under
-``WorkerMemorySampler``, each worker held at the sampler's gate until it was read once, and
-measures how much each worker's private memory (USS) grows: a table of per-row Python objects
-is copied page by page into every worker that reads it, one shared buffer is not.
+``check_cow_fix(FixedDataset)`` checks that ``FixedDataset(rows)`` returns exactly ``rows[i]`` (a
+list of str), then measures under ``WorkerMemorySampler`` how much each of 2 forked workers' private
+memory (USS) grows over one shuffled epoch: per-row Python objects are copied page by page into
+every worker that reads them, one shared buffer is not.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +35,8 @@ _WORDS = (
 
 
 def caption_rows(n_rows: int = N_ROWS, seed: int = 0) -> list[str]:
-    """Return ``n_rows`` distinct caption strings (a Python list: one str object per row).
-
-    Rows differ in length (about 20-160 characters), some hold non-ASCII characters
-    (``é``, ``ü``, ``東京``) and some end with a space, so a layout that truncates, pads,
-    strips or mis-encodes rows returns different items.
-    """
+    """Return ``n_rows`` distinct caption strings of 20-160 characters, some non-ASCII, some ending
+    in a space (so truncating, padding, stripping or mis-encoding a row is caught)."""
     require_positive(n_rows, "n_rows")
     return list(_rows(n_rows, seed))  # a new list each call: a candidate may change its list
 
@@ -52,9 +45,8 @@ def caption_rows(n_rows: int = N_ROWS, seed: int = 0) -> list[str]:
 def _rows(n_rows: int, seed: int) -> tuple[str, ...]:
     rng = np.random.default_rng(seed)
     counts = rng.integers(3, 25, size=n_rows).tolist()
-    picks = rng.integers(0, len(_WORDS), size=sum(counts)).tolist()
+    words = [_WORDS[j] for j in rng.integers(0, len(_WORDS), size=sum(counts)).tolist()]
     ends = [" " if space else "" for space in (rng.random(n_rows) < 0.1).tolist()]
-    words = [_WORDS[j] for j in picks]
     rows, start = [], 0
     for i, count in enumerate(counts):
         rows.append(f"{i:07d} " + " ".join(words[start:start + count]) + ends[i])
@@ -63,8 +55,7 @@ def _rows(n_rows: int, seed: int) -> tuple[str, ...]:
 
 
 def list_bytes(rows: list[str]) -> int:
-    """Return the bytes a list of str occupies: its pointer array plus every str object
-    (``sys.getsizeof``, so the same figure on every run)."""
+    """Return the bytes a list of str occupies: its pointer array plus every str object."""
     if not isinstance(rows, list) or not rows:
         raise TypeError("rows must be a non-empty list")
     return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)
@@ -72,24 +63,15 @@ def list_bytes(rows: list[str]) -> int:
 
 @dataclass
 class WorkerGrowth:
-    """What ``worker_growth`` measured: items in epoch order and each worker's USS growth (MB)."""
+    """What ``worker_growth`` measured: items in index order and each worker's USS growth (MB)."""
 
     items: list[Any]
     growth_mb: list[float]
 
-    @property
-    def max_growth_mb(self) -> float:
-        return max(self.growth_mb)
-
 
 def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0) -> WorkerGrowth:
-    """Return the items of one shuffled epoch over ``dataset`` in forked workers, and each
-    worker's USS growth in MB (peak minus its first reading, taken at the sampler's gate,
-    before any fetch).
-
-    Workers are forked (``multiprocessing_context="fork"``) whatever this process's default:
-    the dataset object may be defined in a notebook (``__main__``) and is inherited, not pickled.
-    """
+    """Return the items of one shuffled epoch over ``dataset`` in forked workers (inherited, not
+    pickled: it may be defined in a notebook), and each worker's USS growth in MB from the gate."""
     require_positive(num_workers, "num_workers")
     require_positive(batch_size, "batch_size")
     # A fixed shuffled order (a list is a valid sampler), so items can be put back by index.
@@ -97,11 +79,9 @@ def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500,
     mem = WorkerMemorySampler(interval_s=0.05, include_main=False)
     loader = DataLoader(
         dataset, batch_size=batch_size, sampler=order, num_workers=num_workers,
-        worker_init_fn=mem.gate, collate_fn=_as_list, multiprocessing_context="fork", timeout=60,
+        worker_init_fn=mem.gate, collate_fn=list, multiprocessing_context="fork", timeout=60,
     )
-    items: list[Any] = []
-    for batch in mem.watch(loader):  # reads only the workers this loader starts
-        items.extend(batch)
+    items = [item for batch in mem.watch(loader) for item in batch]  # only this loader's workers
     growth = mem.worker_uss_growth_mb()
     pids = mem.worker_pids()
     if len(pids) != num_workers:
@@ -112,8 +92,23 @@ def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500,
     return WorkerGrowth(by_index, [growth[p] for p in pids])
 
 
-def _as_list(samples: list[Any]) -> list[Any]:
-    return list(samples)
+def _check_rows(get: Callable[[int], Any], indices: range | list[int], rows: list[str], where: str) -> None:
+    """Raise Wrong naming the first row ``i`` in ``indices`` for which ``get(i)`` is not ``rows[i]``."""
+    for i in indices:
+        item, row = get(i), rows[i]
+        if isinstance(item, str) and item == row:
+            continue
+        if isinstance(item, (bytes, np.bytes_)):
+            why = "returns bytes instead of str (decode the row with .decode())"
+        elif not isinstance(item, str):
+            why = f"returns {type(item).__name__} instead of the row's str"
+        elif item == row.strip():
+            why = "strips the row (it loses the trailing space the original row has)"
+        elif row.startswith(item):
+            why = f"truncates the row to {len(item)} of its {len(row)} characters (a fixed width too small?)"
+        else:
+            why = "returns a different row"
+        raise Wrong(f"row {i}{where}: your dataset {why}. {HINT}")
 
 
 def _culprit(dataset: Dataset) -> str:
@@ -127,25 +122,6 @@ def _culprit(dataset: Dataset) -> str:
     return "the rows are still separate Python objects"
 
 
-def _first_mismatch(items: Sequence[Any], rows: list[str]) -> int | None:
-    for i, (item, row) in enumerate(zip(items, rows, strict=True)):
-        if not isinstance(item, str) or item != row:
-            return i
-    return None
-
-
-def _describe(item: Any, row: str) -> str:
-    if isinstance(item, (bytes, np.bytes_)):
-        return "returns bytes instead of str (decode the row with .decode())"
-    if not isinstance(item, str):
-        return f"returns {type(item).__name__} instead of the row's str"
-    if item == row.strip() and item != row:
-        return "strips the row (it loses the trailing space the original row has)"
-    if row.startswith(item):
-        return f"truncates the row to {len(item)} of its {len(row)} characters (a fixed width too small?)"
-    return "returns a different row"
-
-
 @checker
 def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROWS) -> str:
     """Return a confirmation if ``candidate(rows)`` returns every row exactly and keeps the
@@ -153,34 +129,24 @@ def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROW
     rows = caption_rows(n_rows)
     dataset = candidate(rows)
     if not isinstance(dataset, Dataset):
-        raise Wrong(
-            f"{getattr(candidate, '__name__', 'your class')}(rows) returned a "
-            f"{type(dataset).__name__}, not a torch Dataset. Hint: subclass torch.utils.data.Dataset"
-        )
+        raise Wrong(f"{getattr(candidate, '__name__', 'your class')}(rows) returned a "
+                    f"{type(dataset).__name__}, not a torch Dataset. Hint: subclass torch.utils.data.Dataset")
     if len(dataset) != len(rows):
         raise Wrong(f"your dataset has {len(dataset)} items but the table has {len(rows)} rows. {HINT}")
     fork = can_fork()
-    # With fork every row is compared below, as the workers return it; here a quick look at
-    # a spread of rows catches a wrong layout before any worker starts.
+    # With fork the workers' items are all compared below; first a quick look at a spread of rows.
     indices = range(len(rows)) if not fork else sorted({*range(1000), *range(0, len(rows), 101)})
-    bad = next((i for i in indices if _first_mismatch([dataset[i]], [rows[i]]) is not None), None)
-    if bad is not None:
-        raise Wrong(f"row {bad}: your dataset {_describe(dataset[bad], rows[bad])}. {HINT}")
+    _check_rows(lambda i: dataset[i], indices, rows, "")
     if not fork:
         return f"all {len(rows):,} rows returned exactly (memory not measured: this platform has no fork)"
     size_mb = list_bytes(rows) / MB
     measured = worker_growth(dataset)
-    bad = _first_mismatch(measured.items, rows)
-    if bad is not None:
-        raise Wrong(f"row {bad} read in a worker: your dataset {_describe(measured.items[bad], rows[bad])}. {HINT}")
-    if measured.max_growth_mb >= GROWTH_LIMIT * size_mb:
+    _check_rows(measured.items.__getitem__, range(len(rows)), rows, " read in a worker")
+    if max(measured.growth_mb) >= GROWTH_LIMIT * size_mb:
         raise Wrong(
-            f"a forked worker's private memory grew by {measured.max_growth_mb:.0f} MB while reading "
+            f"a forked worker's private memory grew by {max(measured.growth_mb):.0f} MB while reading "
             f"the {size_mb:.0f} MB table (limit {GROWTH_LIMIT * size_mb:.0f} MB): {_culprit(dataset)}, "
-            f"and every read writes the reference count of the row's object, so its page is "
-            f"copied. {HINT}"
+            f"and every read writes the reference count of the row's object, so its page is copied. {HINT}"
         )
-    return (
-        f"all {len(rows):,} rows returned exactly, and 2 forked workers each grew by less than "
-        f"{GROWTH_LIMIT:.0%} of the {size_mb:.0f} MB list"
-    )
+    return (f"all {len(rows):,} rows returned exactly, and 2 forked workers each grew by less than "
+            f"{GROWTH_LIMIT:.0%} of the {size_mb:.0f} MB list")
