@@ -21,7 +21,7 @@ class UsageError(Exception):
 
 def resolve(target: str) -> Any:
     """Return the object named by ``module.path:attribute`` (attribute may be dotted)."""
-    module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+    module_name, _, attribute = target.partition(":")
     if target.count(":") != 1 or not module_name or not attribute:
         raise UsageError(f"target must look like 'my_module:make_loader', got {target!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
@@ -29,7 +29,8 @@ def resolve(target: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise UsageError(f"cannot import module {module_name!r} ({exc}); run from the folder that holds it") from exc
+        raise UsageError(f"cannot import module {module_name!r} ({exc}); "
+                         "run from the folder that holds it") from exc
     for part in attribute.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"module {module_name!r} has no attribute {attribute!r}")
@@ -45,7 +46,8 @@ def load_loader(target: str) -> Any:
     if isinstance(obj, DataLoader):
         return obj
     if not callable(obj):
-        raise UsageError(f"{target} is a {type(obj).__name__}, not a DataLoader or a function returning one")
+        raise UsageError(f"{target} is a {type(obj).__name__}, "
+                         "not a DataLoader or a function returning one")
     try:
         inspect.signature(obj).bind()
     except TypeError as exc:
@@ -61,10 +63,11 @@ def load_loader(target: str) -> Any:
     return made
 
 
-def _parser() -> argparse.ArgumentParser:
-    doc = argparse.ArgumentParser(prog="python -m loaderlab doctor",
-                                  description="probe a DataLoader for the course's pitfalls and print a report")
-    add = doc.add_argument
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``doctor`` with ``argv`` (after the command name); return the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m loaderlab doctor", description="probe a DataLoader "
+                                     "for the course's pitfalls and print a report")
+    add = parser.add_argument
     add("target", help="module:factory (a function returning a DataLoader) or module:loader")
     add("--fail-on", choices=("info", "warning", "error"), default="error",
         help="exit with status 1 when a finding has this severity or worse (default: error)")
@@ -77,12 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--shm-mb", type=float, help="MB of /dev/shm where the loader will run (default: this machine's)")
     add("--json", action="store_true", help="print the report as JSON (for CI)")
     add("--no-progress", action="store_true", help="do not show the progress bar")
-    return doc
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``doctor`` with ``argv`` (after the command name); return the exit status."""
-    args = _parser().parse_args(argv)
+    args = parser.parse_args(argv)
     from loaderlab.doctor import PROBES, doctor
     from loaderlab.env import apply_start_method
 
@@ -94,20 +92,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
         shm = 1.0 if args.shm_mb is None else args.shm_mb
         if not workers or min(args.time_budget, args.max_batches, shm) <= 0 or min(args.step, *workers) < 0:
-            raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, --step and --workers >= 0")
+            raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, "
+                             "--step and --workers >= 0")
         probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]
         if not probes or set(probes) - set(PROBES):
             raise UsageError(f"--probes must be a comma-separated list drawn from {', '.join(PROBES)}")
         hook = resolve(args.between_epochs) if args.between_epochs else None
         if hook is not None and not callable(hook):
-            raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, not a function")
+            raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, "
+                             "not a function")
         loader = load_loader(args.target)
     except UsageError as exc:
         print(f"loaderlab doctor: {exc}", file=sys.stderr)
         return USAGE_ERROR
     report = doctor(
-        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers, step_s=args.step,
-        progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
+        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers,
+        step_s=args.step, progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
         shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
     )
     print(report.to_json() if args.json else report)

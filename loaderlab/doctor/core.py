@@ -26,7 +26,7 @@ def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
     parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset)
              else f"{len(loader.dataset)} samples"]  # type: ignore[arg-type]
-    bs = loader.batch_size if loader.batch_sampler is None or type(loader.batch_sampler) is BatchSampler else "custom"
+    bs = "custom" if type(loader.batch_sampler) not in (BatchSampler, type(None)) else loader.batch_size
     parts += [f"batch_size={bs}", f"num_workers={loader.num_workers}"]
     parts += [f"{k}=True" for k in ("persistent_workers", "drop_last") if getattr(loader, k)]
     return ", ".join(parts)
@@ -43,7 +43,8 @@ def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
     if isinstance(dataset, IterableDataset):
         pass
     elif type(loader.batch_sampler) is BatchSampler:  # keep loader.sampler reachable, as in the user's loader
-        copies.update(batch_sampler=None, sampler=sampler, batch_size=loader.batch_size, drop_last=loader.drop_last)
+        copies.update(batch_sampler=None, sampler=sampler, batch_size=loader.batch_size,
+                      drop_last=loader.drop_last)
     elif loader.batch_sampler is not None:
         copies.update(batch_sampler=batch_sampler)
     else:
@@ -77,9 +78,10 @@ def doctor(
         warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
         loader = loader_or_factory() if callable(loader_or_factory) else loader_or_factory
         if not isinstance(loader, DataLoader):
-            raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, got {type(loader).__name__}"
-                            if callable(loader_or_factory) else "loader_or_factory must be a DataLoader or a callable "
-                            f"returning one, got {type(loader).__name__}")
+            got = type(loader).__name__
+            raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, got {got}"
+                            if callable(loader_or_factory) else
+                            f"loader_or_factory must be a DataLoader or a callable returning one, got {got}")
         require_positive(time_budget_s, "time_budget_s", integer=False)
         require_positive(max_batches, "max_batches")
         require_positive(shm_bytes, "shm_bytes", allow_none=True)
@@ -88,15 +90,16 @@ def doctor(
         if not workers or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in workers):
             raise ValueError(f"workers must list ints >= 0, got {workers!r}")
         if between_epochs is not None and not callable(between_epochs):
-            raise TypeError(f"between_epochs must be callable(loader, epoch), got {type(between_epochs).__name__}")
+            raise TypeError("between_epochs must be callable(loader, epoch), "
+                            f"got {type(between_epochs).__name__}")
         chosen = [] if isinstance(probes, str) else list(probes)
         if isinstance(probes, str) or any(p not in PROBES for p in chosen):
             raise ValueError(f"probes must be a list drawn from {PROBES}, got {probes!r}")
         saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
         names, ran, skipped = [p for p in PROBES if p in chosen], [], {}
         work, problem = working_copy(loader)
-        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s), between_epochs,
-                     shm_bytes)
+        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s),
+                     between_epochs, shm_bytes)
         try:
             for name in progress_bar(names, desc="doctor", total=len(names)) if progress else names:
                 why = doc.why_not(name)

@@ -136,8 +136,8 @@ class Doctor:
             self.n = None if self.iterable else len(loader.dataset)  # type: ignore[arg-type]
         except TypeError:
             self.n = None
-        ctx = loader.multiprocessing_context
-        self.method = ctx.get_start_method() if ctx else multiprocessing.get_start_method()  # torch keeps a context
+        ctx = loader.multiprocessing_context  # a context (torch converts a name) or None
+        self.method = ctx.get_start_method() if ctx else multiprocessing.get_start_method()
         self.findings: list[Finding] = []
         self.figures: dict[str, dict[str, Any]] = {}
         self.workers_ok = self.batches_ok = True  # False once workers cannot start / batches cannot collate

@@ -13,7 +13,8 @@ _STR, _OBJ = {"type": "string"}, {"type": "object"}
 _FINDING = {"code": {"enum": sorted(FINDINGS)}, "severity": {"enum": list(SEVERITIES)},
             "probe": {"enum": [*PROBES, "any"]}, "message": _STR, "figures": _OBJ, "fix": _STR, "link": _STR}
 _REPORT = {"loader": _STR, "wall_s": {"type": "number"}, "worst": {"enum": [None, *SEVERITIES]},
-           "counts": {"type": "object", "required": list(SEVERITIES), "properties": {s: {"type": "integer"} for s in SEVERITIES}},
+           "counts": {"type": "object", "required": list(SEVERITIES),
+                      "properties": {s: {"type": "integer"} for s in SEVERITIES}},
            "findings": {"type": "array", "items": {"type": "object", "required": list(_FINDING),
                                                    "additionalProperties": False, "properties": _FINDING}},
            "figures": _OBJ, "probes_run": {"type": "array", "items": {"enum": list(PROBES)}},
@@ -57,21 +58,18 @@ class Report:
         """Return the number of findings per severity."""
         return {s: sum(f.severity == s for f in self.findings) for s in SEVERITIES}
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the report as JSON-ready values, in the shape ``JSON_SHAPE`` documents."""
-        return {"loader": self.describe, "wall_s": round(self.wall_s, 3), "worst": self.worst,
+    def to_json(self, indent: int | None = 2) -> str:
+        """Return the report as a JSON document in the shape ``JSON_SHAPE`` (NumPy numbers as numbers)."""
+        data = {"loader": self.describe, "wall_s": round(self.wall_s, 3), "worst": self.worst,
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
                 "figures": self.figures, "probes_run": list(self.probes_run),
                 "probes_skipped": dict(self.probes_skipped)}
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """Return the report as a JSON document (NumPy numbers become plain numbers)."""
-        return json.dumps(self.to_dict(), indent=indent, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+        return json.dumps(data, indent=indent, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
     def __str__(self) -> str:
         n = self.counts()
-        lines = [f"loaderlab doctor: {self.describe}",
-                 f"probed in {self.wall_s:.1f} s; {n['error']} error(s), {n['warning']} warning(s), {n['info']} note(s)"]
+        lines = [f"loaderlab doctor: {self.describe}", f"probed in {self.wall_s:.1f} s; {n['error']} "
+                 f"error(s), {n['warning']} warning(s), {n['info']} note(s)"]
         lines += [str(f) for f in self.findings] or ["No problem found by the probes that ran."]
         if self.probes_skipped:
             lines.append("not probed: " + "; ".join(f"{k} ({v})" for k, v in self.probes_skipped.items()))

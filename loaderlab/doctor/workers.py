@@ -20,12 +20,11 @@ _SCALARS = (int, float, bool, np.number, np.bool_)
 
 
 def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> tuple[list, list[str]]:
-    """Append a sample's numbers (flat float64 arrays) to ``nums`` and its structure and other
-    values to ``tags``, in a fixed order; return both."""
+    """Append a sample's numbers (flat float64) to ``nums``, its structure and other values to ``tags``."""
     if isinstance(obj, torch.Tensor) or isinstance(obj, np.ndarray) and obj.dtype.kind != "O":
         tags.append(f"{obj.dtype}{tuple(obj.shape)}")
-        array = obj.detach().cpu().double().numpy() if isinstance(obj, torch.Tensor) else obj.astype(np.float64)
-        nums.append(array.reshape(-1))
+        array = obj.detach().cpu().double().numpy() if isinstance(obj, torch.Tensor) else obj
+        nums.append(np.asarray(array, np.float64).reshape(-1))
     elif isinstance(obj, _SCALARS):
         tags.append(type(obj).__name__)
         nums.append(np.array([float(obj)]))
@@ -64,11 +63,7 @@ def state_of(dataset: Any) -> dict[str, str]:
     of ≤ 64 values): what a worker's copy of the dataset holds now."""
     small = (*_SCALARS, str, bytes, type(None))
     return {k: fingerprint(v) for k, v in getattr(dataset, "__dict__", {}).items() if isinstance(v, small)
-            or isinstance(v, (torch.Tensor, np.ndarray)) and (v.numel() if isinstance(v, torch.Tensor) else v.size) <= 64}
-
-
-def _worker_id() -> int:
-    return getattr(get_worker_info(), "id", -1)
+            or isinstance(v, (torch.Tensor, np.ndarray)) and np.prod(v.shape) <= 64}
 
 
 def identity(batch: Any) -> Any:
@@ -102,8 +97,8 @@ class ProbeDataset(AttributeForwarding, Dataset):
         return len(self._inner)  # type: ignore[arg-type]
 
     def __getitem__(self, index: int) -> tuple[int, int, Any]:
-        sample = self._inner[index]
-        return index, _worker_id(), state_of(self._inner) if self._with_state else sample
+        sample, worker = self._inner[index], getattr(get_worker_info(), "id", -1)
+        return index, worker, state_of(self._inner) if self._with_state else sample
 
 
 class ProbeIterable(AttributeForwarding, IterableDataset):
@@ -116,17 +111,13 @@ class ProbeIterable(AttributeForwarding, IterableDataset):
         return map(fingerprint, self._inner)
 
 
-def _share(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.share_memory_()
-
-
 class _CopyPickler(pickle.Pickler):
     """``pickle.dumps``, but shared-memory tensors stay shared in the copy (a dataset may hand
     epochs to its workers through one)."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, torch.Tensor) and obj.is_shared() and not obj.is_cuda:
-            return _share, (obj.detach().clone(),)
+            return torch.Tensor.share_memory_, (obj.detach().clone(),)
         return NotImplemented
 
 
