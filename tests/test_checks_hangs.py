@@ -183,6 +183,8 @@ def test_client_reads_report_guard_and_owner_and_pickles_with_a_new_lock():
         assert copy.read(1) == (1, 1, 1)  # its own, unlocked lock
     client.lock = contextlib.nullcontext()
     assert client.read(2) == (2, 0, 1)
+    client.lock = threading.RLock()  # held by the reading thread: guarded
+    assert client.read(3) == (3, 1, 1) and not client.lock._is_owned()
     with pytest.raises(ValueError, match="give_up_s"):
         ResourceClient(give_up_s=0)
     with pytest.raises(TypeError, match="ClientDataset"):
