@@ -135,7 +135,7 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
     """Check that ``make_loader(features, labels, sampler, batch_size)`` returns a DataLoader
     whose batches equal the hand-written loop's, for several batch sizes, with 0 and 2 workers."""
     features, labels = loop_data()
-    for seed, batch_size in [*enumerate(BATCH_SIZES), (1, 8)]:
+    for seed, batch_size in [*enumerate(BATCH_SIZES), (1, 8)]:  # the last loader is rebuilt with workers
         sampler = shuffled_sampler(N_SAMPLES, seed)
         loader = make_loader(features, labels, sampler, batch_size)
         if not isinstance(loader, DataLoader):
