@@ -24,7 +24,7 @@ N_SAMPLES = 50
 DIM = 4
 # 50 samples: 10 divides them, 8 leaves a last batch of 2, 64 holds them all in one batch.
 BATCH_SIZES = (10, 8, 64)
-WORKER_TIMEOUT_S = 10.0
+WORKER_TIMEOUT_S = 30.0  # per batch; spawned workers import torch before their first batch
 
 
 class FixedOrderSampler(Sampler[int]):
