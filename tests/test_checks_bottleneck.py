@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from loaderlab.checks import bottleneck
 from loaderlab.checks.bottleneck import check_bottleneck
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,3 +111,15 @@ def test_stub_and_nothing_are_not_attempted(capsys):
 
     assert _verdict(capsys, lambda loader: DataLoader(Stub(12), batch_size=4)).startswith("⏳ not attempted yet")
     assert _verdict(capsys, None).startswith("⏳ not attempted yet")
+
+
+def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
+    class Hangs(lab14.Records):
+        def __getitem__(self, index):
+            time.sleep(3600)  # a read that never returns, in this process (num_workers=0)
+
+    monkeypatch.setattr(bottleneck, "BOUND_S", 5.0)  # the starting loader's 3 timed batches take 0.5 s
+    start = time.perf_counter()
+    out = _verdict(capsys, lambda loader: DataLoader(Hangs(len(loader.dataset)), batch_size=4))
+    assert out.startswith("❌ the check did not finish within 5 s: does every __getitem__ return?"), out
+    assert time.perf_counter() - start < 60

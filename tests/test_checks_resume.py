@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
+from loaderlab.checks import resume
 from loaderlab.checks.resume import check_resumable
 
 pytest.importorskip("torchdata")
@@ -124,3 +127,16 @@ def test_wrong_answers_fail_with_their_own_sentence(capsys, no_leaked_workers, m
 def test_stub_and_nothing_are_not_attempted(capsys, no_leaked_workers):
     assert _verdict(capsys, Stub).startswith("⏳ not attempted yet")
     assert _verdict(capsys, None).startswith("⏳ not attempted yet")
+
+
+class Hangs(Counted):
+    def __getitem__(self, index):
+        time.sleep(3600)  # a read that never returns, in this process (num_workers=0)
+
+
+def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
+    monkeypatch.setattr(resume, "BOUND_S", 1.0)
+    start = time.perf_counter()
+    out = _verdict(capsys, Hangs)
+    assert out.startswith("❌ reading make_dataset(seed) without workers did not finish within 1 s"), out
+    assert time.perf_counter() - start < 30

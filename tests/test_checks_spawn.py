@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import time
 
 import pytest
 import torch
@@ -126,15 +127,26 @@ def test_correct_answers_pass_under_spawn(candidate, batches, capsys, no_leaked_
 def test_state_set_after_the_import_differs_in_a_spawned_worker(monkeypatch, capsys):
     """A spawned worker imports this module afresh and reads OFFSET = 0, not the 100 set here;
     what it would fetch is computed in this process, to spare the suite a third spawn."""
-    def epoch(loader):
+    def epoch(loader, limit=None):
         if loader.multiprocessing_context is None:
-            return real_epoch(loader)
+            return real_epoch(loader, limit)
         with monkeypatch.context() as fresh_import:
             fresh_import.setattr(sys.modules[__name__], "OFFSET", 0)
-            return real_epoch(rebuild(loader, num_workers=0, multiprocessing_context=None, timeout=0))
+            return real_epoch(rebuild(loader, num_workers=0, multiprocessing_context=None, timeout=0), limit)
 
-    real_epoch = spawn._epoch
-    monkeypatch.setattr(spawn, "_epoch", epoch)
+    real_epoch = spawn.epoch
+    monkeypatch.setattr(spawn, "epoch", epoch)
     monkeypatch.setattr(sys.modules[__name__], "OFFSET", 100)
     assert check_spawn_safe(lambda: DataLoader(Shifted(), batch_size=5, num_workers=1)) is False
     assert "batch 0 from spawned workers differs from batch 0 with num_workers=0" in _line(capsys)
+
+
+class Hangs(Pairs):
+    def __getitem__(self, index):
+        time.sleep(3600)  # a read that never returns
+
+
+def test_a_getitem_that_never_returns_is_answered_not_awaited(monkeypatch, capsys):
+    monkeypatch.setattr(spawn, "BOUND_S", 1.0)
+    assert check_spawn_safe(lambda: DataLoader(Hangs(), batch_size=3, num_workers=1)) is False
+    assert _line(capsys).startswith("❌ an epoch without workers took over 1 s: does __getitem__ return?")

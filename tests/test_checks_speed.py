@@ -120,7 +120,7 @@ def test_fast_loaders_with_the_same_batches_pass(candidate, capsys, no_leaked_wo
         (drop_last, "the last, incomplete batch (4 samples) is missing"),
         (unchanged, "the goal is 4x"),
         pytest.param(one_worker, "the goal is 4x", marks=needs_fork),
-        (not_a_loader, "must be a torch.utils.data.DataLoader, got LatencyDataset"),
+        (not_a_loader, "tune(loader) must return a DataLoader, got LatencyDataset"),
     ],
 )
 def test_wrong_tunings_fail_with_their_reason(candidate, phrase, capsys, no_leaked_workers):
@@ -151,7 +151,7 @@ def test_reference_batches_are_the_loaders_own_fetched_in_threads():
 @pytest.mark.parametrize(
     ("starting", "phrase"),
     [
-        (None, "needs the lab's starting DataLoader as slow_loader, got NoneType"),
+        (None, "needs the lab's starting loader (a DataLoader with num_workers=0) as slow_loader, got NoneType"),
         (LatencyDataset(n=8, latency_s=0.0), "got LatencyDataset"),
         (DataLoader(LatencyDataset(n=8, latency_s=0.0), batch_size=8, num_workers=2), "num_workers=0"),
     ],

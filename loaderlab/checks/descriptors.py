@@ -1,12 +1,9 @@
 """Checker for lab 15: keep every batch of a worker loader without running out of descriptors.
 
-With Linux's default sharing strategy (``file_descriptor``) every tensor a worker sends holds
-an open file descriptor in the receiving process for as long as it lives (notebook 15), so a
-loop that keeps the received batches dies with "Too many open files". ``keep_in_child(keep)``
-reproduces it safely: a forked child lowers its own ``RLIMIT_NOFILE`` to ``HEADROOM``
-descriptors above those it inherited, keeps ``keep(batch)`` for each of the ``N_BATCHES``
-batches of a 2-worker loader, and reports; it is killed, with its workers, after ``BOUND_S``.
-``check_kept_batches(keep)``: ✅ when every batch is kept, with the batch's values. Linux only:
+With Linux's default sharing strategy (``file_descriptor``) every tensor a worker sends holds a
+descriptor while it lives (notebook 15), so keeping the received batches ends in "Too many open
+files". ``keep_in_child(keep)`` reproduces it safely in a forked child with ``HEADROOM``
+descriptors above those it inherited, killed with its workers after ``BOUND_S``. Linux only:
 macOS and Windows send batches by name (``file_system``), which costs no descriptor.
 """
 
@@ -38,15 +35,13 @@ def _holds(item: Any, xb: torch.Tensor, yb: torch.Tensor) -> str | None:
     """Return how ``item`` keeps the received batch alive: 'received' (its tensors themselves),
     'shared' (views, detach() or .numpy() of them), or None (copies)."""
     parts = list(item) if isinstance(item, (tuple, list)) else [item]
-    if item is not None and any(p is xb or p is yb for p in parts):
+    if any(p is xb or p is yb for p in parts):
         return "received"
     received = {xb.untyped_storage().data_ptr(), yb.untyped_storage().data_ptr()}
-    for p in parts:
-        if isinstance(p, torch.Tensor) and p.untyped_storage().data_ptr() in received:
-            return "shared"
-        if isinstance(p, np.ndarray) and (np.shares_memory(p, xb.numpy()) or np.shares_memory(p, yb.numpy())):
-            return "shared"
-    return None
+    shared = any(isinstance(p, torch.Tensor) and p.untyped_storage().data_ptr() in received
+                 or isinstance(p, np.ndarray) and any(np.shares_memory(p, t.numpy()) for t in (xb, yb))
+                 for p in parts)
+    return "shared" if shared else None
 
 
 def _wrong_values(kept: list[Any]) -> int | None:
@@ -84,8 +79,7 @@ def _child(keep: Callable[[Any], Any], send: Any) -> None:
     except Exception as exc:  # "Too many open files", a timeout, or keep's own error
         report["error"] = one_line(exc)
         exc.__traceback__ = None  # its frames hold the loader's iterator: its workers stop now
-    report["kept"] = len(kept)
-    report["wrong_at"] = None if report["error"] else _wrong_values(kept)
+    report.update(kept=len(kept), wrong_at=None if report["error"] else _wrong_values(kept))
     del kept
     send.send(report)
 
@@ -124,21 +118,20 @@ def check_kept_batches(keep: Callable[[Any], Any]) -> str:
         report = keep_in_child(keep)
     except OSError as exc:
         raise Wrong(f"{exc}: run this lab on Linux (a Linux machine, container or WSL).") from None
-    error, kept = report["error"], report.get("kept", 0)
+    error, kept, holds = report["error"], report.get("kept", 0), report.get("holds")
     if error and "your code here" in error:
         raise NotImplementedError("your code here")
-    if report.get("holds") or (error and "Too many open files" in error):
+    if holds or (error and "Too many open files" in error):
         why = {"received": "you keep the received tensors themselves",
                "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
-                         "keeps the worker's segment alive)"}.get(report.get("holds"), "what you keep holds them")
-        stop = error.split(".")[0] if error else "no error yet"
+                         "keeps the worker's segment alive)"}.get(holds, "what you keep holds them")
         raise Wrong(f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
-                    f"({stop}): every tensor from a worker holds a file descriptor while it lives, and {why}; "
-                    f"keep private copies (clone()) instead. {HINT}")
-    if error and kept == 0 and "child" not in error and "within" not in error:
-        raise Wrong(f"your keep raised {error}. {HINT}")
+                    f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds a "
+                    f"file descriptor while it lives, and {why}; keep private copies (clone()) instead. {HINT}")
     if error:
-        raise Wrong(f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}")
+        own = kept == 0 and "child" not in error and "within" not in error
+        raise Wrong(f"your keep raised {error}. {HINT}" if own else
+                    f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}")
     if report["wrong_at"] is not None:
         raise Wrong(f"what you kept of batch {report['wrong_at']} is not its (features, labels): return both, "
                     f"with the received values, as tensors, arrays or lists. {HINT}")

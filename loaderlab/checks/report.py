@@ -1,12 +1,22 @@
-"""How every lab checker reports: one line, never a traceback."""
+"""How every lab checker reports (one line, never a traceback), and what checkers share: the
+lab's starting loader, one bounded epoch, the first differing batch, a time bound."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
-from collections.abc import Callable
+import itertools
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from torch.utils.data import DataLoader
+
+from loaderlab._validate import require_positive
+from loaderlab.loaders import same_batch, stop_workers
 
 PASS, FAIL, PENDING = "✅", "❌", "⏳"
 
@@ -16,8 +26,7 @@ class Wrong(Exception):
 
 
 class _OneLineError(Exception):
-    """An error about how a checker was called. In Jupyter it shows as its one sentence, not a
-    traceback (IPython prints what ``_render_traceback_`` returns instead of the traceback)."""
+    """An error about how a checker was called; Jupyter shows ``_render_traceback_``, one line."""
 
     def _render_traceback_(self) -> list[str]:
         return [f"{FAIL} {self}"]
@@ -37,88 +46,56 @@ def _short(value: Any) -> str:
 
 
 def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs: dict) -> None:
-    """Raise CheckerTypeError / CheckerValueError when the checker itself is called with
-    nonsense: a candidate that is not a function or class, arguments the checker does not
-    take, a non-callable where it expects one, or a size that is not a positive int."""
-    name = body.__name__
-    parameters = list(inspect.signature(body).parameters.values())
-    first = parameters[0].name
+    """Raise CheckerTypeError / CheckerValueError when the checker itself is called with nonsense."""
+    name, signature = body.__name__, inspect.signature(body)
+    first = next(iter(signature.parameters))
     if not callable(candidate):
-        raise CheckerTypeError(
-            f"{name}: `{first}` must be the function (or class) you wrote, got "
-            f"{type(candidate).__name__} {_short(candidate)}; pass it without calling it, "
-            f"e.g. {name}({first})"
-        )
-    unknown = [key for key in kwargs if key not in {p.name for p in parameters}]
+        raise CheckerTypeError(f"{name}: `{first}` must be the function (or class) you wrote, got "
+                               f"{type(candidate).__name__} {_short(candidate)}; pass it without calling "
+                               f"it, e.g. {name}({first})")
+    unknown = [key for key in kwargs if key not in signature.parameters]
     if unknown:  # before a missing argument: the misspelt name is the likelier mistake
         raise CheckerTypeError(f"{name}: got an unexpected keyword argument {unknown[0]!r}")
     try:
-        bound = inspect.signature(body).bind(candidate, *args, **kwargs)
+        bound = signature.bind(candidate, *args, **kwargs).arguments
     except TypeError as exc:
         raise CheckerTypeError(f"{name}: {exc}") from None
-    for parameter in parameters[1:]:
-        if parameter.name not in bound.arguments:
-            continue
-        value = bound.arguments[parameter.name]
-        default = parameter.default
+    for key, value in list(bound.items())[1:]:
+        default = signature.parameters[key].default
         if default is inspect.Parameter.empty:
             continue  # a required argument (e.g. the lab's starting loader): the body checks it
-        if callable(default) or (default is None and value is not None):
-            # an optional second function (e.g. check_ddp_epochs' eval_indices)
-            if not callable(value):
-                raise CheckerTypeError(
-                    f"{name}: `{parameter.name}` must be a function, got "
-                    f"{type(value).__name__} {_short(value)}"
-                )
-        elif isinstance(default, int) and not isinstance(default, bool):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise CheckerTypeError(
-                    f"{name}: `{parameter.name}` must be an int, got {type(value).__name__}"
-                )
-            if value <= 0:
-                raise CheckerValueError(f"{name}: `{parameter.name}` must be > 0, got {value}")
+        if (callable(default) or default is None and value is not None) and not callable(value):
+            raise CheckerTypeError(f"{name}: `{key}` must be a function, got {type(value).__name__} {_short(value)}")
+        if isinstance(default, int) and not isinstance(default, bool):  # a size
+            try:
+                require_positive(value, f"`{key}`")
+            except (TypeError, ValueError) as exc:
+                error = CheckerTypeError if isinstance(exc, TypeError) else CheckerValueError
+                raise error(f"{name}: {exc}") from None
 
 
 def one_line(exc: BaseException) -> str:
-    """Return ``Type: message`` for an exception, on one line.
-
-    For an error re-raised from a DataLoader worker, whose message embeds the worker's whole
-    traceback, the original exception's own last line is used.
-    """
+    """Return ``Type: message`` for an exception, on one line; for an error re-raised from a
+    DataLoader worker (its message embeds the worker's traceback), the original's last line."""
     text = str(exc).strip()
     if "Original Traceback" in text:
-        lines = [line for line in text.splitlines() if line.strip()]
-        return lines[-1].strip()
+        return [line for line in text.splitlines() if line.strip()][-1].strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _is_stub(exc: BaseException) -> bool:
-    if isinstance(exc, NotImplementedError):
-        return True
-    # A stub raising inside a DataLoader worker comes back as NotImplementedError too, but be
-    # lenient with wrappers that lost the type.
-    return "NotImplementedError" in str(exc) and "your code here" in str(exc)
-
-
-def _release_workers() -> None:
-    # A loader that failed mid-epoch keeps its worker processes until its iterator is garbage
-    # collected; the traceback of the failure holds the iterator, so collect now.
-    gc.collect()
+    # from a worker the stub's error may come back wrapped: accept its text too
+    text = str(exc)
+    return isinstance(exc, NotImplementedError) or ("NotImplementedError" in text and "your code here" in text)
 
 
 def checker(body: Callable[..., str]) -> Callable[..., bool]:
-    """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line.
+    """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line: ``Wrong``
+    is the sentence shown, another error the candidate's (one line), ``NotImplementedError`` the stub.
 
-    ``body`` raises ``Wrong("what is wrong. Hint: ...")`` when the candidate misbehaves; any
-    other exception is the candidate's (reported as ``❌`` with its one-line summary), and
-    ``NotImplementedError`` (the lab stub) is reported as not attempted.
-
-    Calling the checker itself with nonsense (a candidate that is not a function, an unknown
-    argument, a non-positive size) raises ``CheckerTypeError`` / ``CheckerValueError``
-    (subclasses of ``TypeError`` / ``ValueError``) naming the argument; in Jupyter it shows
-    as one line.
-    """
+    Calling the checker with nonsense raises ``CheckerTypeError`` / ``CheckerValueError`` naming
+    the argument (one line in Jupyter)."""
 
     @functools.wraps(body)
     def run(candidate: Any = None, *args: Any, **kwargs: Any) -> bool:
@@ -128,18 +105,73 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
         _validate_call(body, candidate, args, kwargs)
         try:
             confirmation = body(candidate, *args, **kwargs)
-        except Wrong as wrong:
-            _release_workers()
-            print(f"{FAIL} {wrong}")
-            return False
-        except Exception as exc:  # the candidate's own error: one line, no traceback
-            summary = one_line(exc)
-            stub = _is_stub(exc)
+        except Exception as exc:
+            line = (f"{FAIL} {exc}" if isinstance(exc, Wrong) else f"{PENDING} not attempted yet"
+                    if _is_stub(exc) else f"{FAIL} your code raised {one_line(exc)}")
             del exc
-            _release_workers()
-            print(f"{PENDING} not attempted yet" if stub else f"{FAIL} your code raised {summary}")
+            gc.collect()  # a failed loader keeps its workers until the traceback's iterator is collected
+            print(line)
             return False
         print(f"{PASS} {confirmation}")
         return True
 
     return run
+
+
+def starting_loader(loader: Any, call: str) -> DataLoader:
+    """Return ``loader`` if it can be a lab's starting loader (batched, ``num_workers=0``), else raise Wrong."""
+    if isinstance(loader, DataLoader) and not loader.num_workers and loader.batch_sampler is not None:
+        return loader
+    got = (type(loader).__name__ if not isinstance(loader, DataLoader) else
+           f"one with num_workers={loader.num_workers}" if loader.num_workers else "one with batch_size=None")
+    raise Wrong(f"{call} needs the lab's starting loader (a DataLoader with num_workers=0) as slow_loader, "
+                f"got {got}: run the cell that builds it.")
+
+
+def as_loader(value: Any, call: str, hint: str) -> DataLoader:
+    """Return ``value`` if it is a DataLoader, else raise Wrong: ``call`` must return one."""
+    if not isinstance(value, DataLoader):
+        raise Wrong(f"{call} must return a DataLoader, got {type(value).__name__}. {hint}")
+    return value
+
+
+def epoch(loader: Any, limit: int | None = None, stop: bool = True) -> list[Any]:
+    """Return the batches of one pass (at most ``limit``: a stream that never ends cannot hang a
+    checker); ``stop``: its workers are shut down at the end, even after an error."""
+    iterator = iter(loader)
+    try:
+        return list(itertools.islice(iterator, limit))
+    finally:
+        if stop:
+            stop_workers(iterator)
+
+
+def first_diff(batches: list[Any], expected: list[Any]) -> int | None:
+    """Return the index of the first batch that differs from ``expected``'s (pairs compared), or None."""
+    return next((k for k, (a, b) in enumerate(zip(batches, expected, strict=False)) if not same_batch(a, b)), None)
+
+
+class _Overran(BaseException):  # not an Exception: the answer's own ``except Exception`` lets it pass
+    pass
+
+
+@contextlib.contextmanager
+def bounded(seconds: float, wrong: str) -> Iterator[None]:
+    """Raise ``Wrong(wrong)`` when the block runs over ``seconds`` (SIGALRM: Unix, main thread;
+    elsewhere the block is not bounded). For the answer's code that runs in this process."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def overran(signum: int, frame: Any) -> None:
+        raise _Overran
+
+    previous = signal.signal(signal.SIGALRM, overran)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _Overran:
+        raise Wrong(wrong) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

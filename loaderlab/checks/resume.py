@@ -1,13 +1,11 @@
 """Checker for lab 13: a dataset with random augmentation that a StatefulDataLoader resumes exactly.
 
-``check_resumable(make_dataset)``: ``make_dataset(seed)`` returns a map-style Dataset whose
-samples carry random noise and that has ``state_dict()`` / ``load_state_dict(state)``. The
-checker runs one epoch uninterrupted, then the same epoch interrupted after ``K`` batches:
-the loader's ``state_dict()`` goes through ``torch.save`` / ``torch.load(weights_only=True)``
-into a fresh ``StatefulDataLoader`` over a fresh ``make_dataset(seed)``, which finishes the
-epoch. Every batch must equal the uninterrupted run's, with 0 and with 2 workers (started like
-the session's; a class defined in the notebook is forked, or checked without workers where
-fork does not exist: Windows).
+``make_dataset(seed)`` returns a map-style Dataset with random noise, ``state_dict()`` and
+``load_state_dict(state)``. One epoch runs uninterrupted, then again interrupted after ``K``
+batches: the loader's state goes through ``torch.save`` / ``torch.load(weights_only=True)`` into a
+fresh ``StatefulDataLoader`` over a fresh dataset, which finishes the epoch. Every batch must equal
+the uninterrupted run's, with 0 and 2 workers (started like the session's; a class defined in
+the notebook is forked, or checked without workers where fork does not exist: Windows).
 """
 
 from __future__ import annotations
@@ -21,12 +19,13 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from loaderlab.checks.loops import worker_start_method
-from loaderlab.checks.report import Wrong, checker, one_line
+from loaderlab.checks.report import Wrong, bounded, checker, epoch, first_diff, one_line
 from loaderlab.loaders import same_batch, stop_workers
 
 HINT = "Hint: notebook 13, sections 2 and 4"
 SEED, N, BATCH, K = 3, 24, 4, 2  # 6 batches, interrupted after 2
 TIMEOUT_S = 30.0  # per batch: spawned workers import torch first
+BOUND_S = 60.0  # the checks without workers (they take a second): a __getitem__ that never returns
 
 
 def _loader(dataset: Dataset, num_workers: int, method: str | None) -> Any:
@@ -37,42 +36,49 @@ def _loader(dataset: Dataset, num_workers: int, method: str | None) -> Any:
                               generator=torch.Generator().manual_seed(7), **workers)
 
 
-def _epoch(loader: Any, stop_after: int | None = None) -> list[Any]:
-    iterator, batches = iter(loader), []
-    try:
-        for batch in iterator:
-            batches.append(batch)
-            if len(batches) == stop_after:
-                break
-    finally:
-        if stop_after is None or len(batches) < stop_after:
-            stop_workers(iterator)  # a failed epoch: its workers stop now, not at the next gc
-    return batches
+def _epoch(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> list[Any]:
+    return epoch(_loader(make_dataset(SEED), num_workers, method))
 
 
 def _resumed(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> list[Any]:
     """Return the epoch interrupted after K batches and finished by a fresh loader and dataset."""
     loader = _loader(make_dataset(SEED), num_workers, method)
-    batches = _epoch(loader, stop_after=K)
-    checkpoint = io.BytesIO()
     try:
-        torch.save({"loader": loader.state_dict()}, checkpoint)
-        checkpoint.seek(0)
-        state = torch.load(checkpoint, weights_only=True)["loader"]
-    except Exception as exc:
-        if isinstance(exc, NotImplementedError):
+        batches, checkpoint = epoch(loader, K, stop=False), io.BytesIO()  # its state is saved first
+        try:
+            torch.save({"loader": loader.state_dict()}, checkpoint)
+            checkpoint.seek(0)
+            state = torch.load(checkpoint, weights_only=True)["loader"]
+        except NotImplementedError:
             raise  # the lab's stub: not attempted yet
-        raise Wrong(f"the loader's state_dict() did not survive torch.save and torch.load(weights_only=True) "
-                    f"({one_line(exc)[:80]}): your state_dict must return tensors and plain values, e.g. "
-                    f"generator.get_state(), not the Generator itself. {HINT}") from None
+        except Exception as exc:
+            raise Wrong(f"the loader's state_dict() did not survive torch.save and torch.load(weights_only=True) "
+                        f"({one_line(exc)[:80]}): your state_dict must return tensors and plain values, e.g. "
+                        f"generator.get_state(), not the Generator itself. {HINT}") from None
     finally:
         stop_workers(loader._iterator)  # the interrupted job ends: its workers stop
     resumed = _loader(make_dataset(SEED), num_workers, method)
     resumed.load_state_dict(state)
-    return batches + _epoch(resumed)
+    return batches + epoch(resumed)
 
 
-def _dataset(make_dataset: Callable[[int], Any]) -> Dataset:
+def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
+    """Raise Wrong unless the resumed epoch equals the uninterrupted one; return the latter."""
+    reference, resumed = _epoch(make_dataset, workers, method), _resumed(make_dataset, workers, method)
+    if len(resumed) != len(reference):
+        raise Wrong(f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
+                    f"uninterrupted one {len(reference)}. {HINT}")
+    k = first_diff(resumed, reference)
+    if k is not None:
+        raise Wrong(f"with num_workers={workers}, batch {k} (the first {K} came before the interrupt) "
+                    f"differs from the uninterrupted run: after the resume each new "
+                    f"{'worker' if workers else 'dataset'} must continue its generator where "
+                    f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
+    return reference
+
+
+def _without_workers(make_dataset: Callable[[int], Any]) -> tuple[Dataset, list[Any]]:
+    """Check ``make_dataset(seed)`` and its resume without workers; return the dataset and its epoch."""
     dataset = make_dataset(SEED)
     if not isinstance(dataset, Dataset) or isinstance(dataset, IterableDataset):
         raise Wrong(f"make_dataset(seed) returned {type(dataset).__name__}: return a map-style Dataset "
@@ -84,7 +90,14 @@ def _dataset(make_dataset: Callable[[int], Any]) -> Dataset:
         raise Wrong(f"your dataset has no {' and no '.join(missing)}: without both, StatefulDataLoader "
                     f"cannot save where its random generator stands, and the resumed batches get "
                     f"other noise. {HINT}")
-    return dataset
+    if same_batch(dataset[0], dataset[0]):
+        raise Wrong("make_dataset(seed)[0] gave the same sample twice: the lab's dataset adds random "
+                    "noise (a new draw on every read), and that randomness is what must resume. " + HINT)
+    if first_diff(_epoch(make_dataset, 0, None), _epoch(make_dataset, 0, None)) is not None:
+        raise Wrong("two uninterrupted epochs over make_dataset(seed) gave different noise: draw it from a "
+                    "torch.Generator the dataset holds, seeded with seed (torch's global RNG is not in "
+                    f"your state_dict). {HINT}")
+    return dataset, _compare(make_dataset, 0, None)
 
 
 @checker
@@ -92,37 +105,17 @@ def check_resumable(make_dataset: Callable[[int], Dataset]) -> str:
     """Return a confirmation if a StatefulDataLoader over ``make_dataset(seed)``, interrupted
     mid-epoch and resumed from its state_dict() by a fresh loader over a fresh dataset, yields
     exactly the batches of an uninterrupted epoch, with 0 and 2 workers; raise Wrong otherwise."""
+    overran = (f"reading make_dataset(seed) without workers did not finish within {BOUND_S:g} s: does "
+               f"__getitem__ return? {HINT}")
     with warnings.catch_warnings():  # torchdata 0.11 calls torch.set_vital, deprecated in torch 2.13
         warnings.filterwarnings("ignore", message="'set_vital' is deprecated")
-        return _check(make_dataset)
-
-
-def _check(make_dataset: Callable[[int], Dataset]) -> str:
-    dataset = _dataset(make_dataset)
-    if same_batch(dataset[0], dataset[0]):
-        raise Wrong("make_dataset(seed)[0] gave the same sample twice: the lab's dataset adds random "
-                    "noise (a new draw on every read), and that randomness is what must resume. " + HINT)
-    reference = _epoch(_loader(make_dataset(SEED), 0, None))
-    if not all(same_batch(a, b) for a, b in zip(reference, _epoch(_loader(make_dataset(SEED), 0, None)), strict=True)):
-        raise Wrong("two uninterrupted epochs over make_dataset(seed) gave different noise: draw it from a "
-                    "torch.Generator the dataset holds, seeded with seed (torch's global RNG is not in "
-                    f"your state_dict). {HINT}")
-    method = worker_start_method(dataset)
-    setups = [0, 2] if method else [0]
-    for workers in setups:
-        if workers:
-            reference = _epoch(_loader(make_dataset(SEED), workers, method))
-        resumed = _resumed(make_dataset, workers, method)
-        if len(resumed) != len(reference):
-            raise Wrong(f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
-                        f"uninterrupted one {len(reference)}. {HINT}")
-        differ = [k for k, (a, b) in enumerate(zip(resumed, reference, strict=True)) if not same_batch(a, b)]
-        if differ:
-            raise Wrong(f"with num_workers={workers}, batch {differ[0]} (the first {K} came before the interrupt) "
-                        f"differs from the uninterrupted run: after the resume each new "
-                        f"{'worker' if workers else 'dataset'} must continue its generator where "
-                        f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
+        with bounded(BOUND_S, overran):
+            dataset, reference = _without_workers(make_dataset)
+        method = worker_start_method(dataset)
+        if method:
+            _compare(make_dataset, 2, method)
     where = (f"real workers started by {method}" if method else
              "0 workers only: your class is defined in the notebook and this platform cannot fork")
     return (f"interrupted after {K} of {len(reference)} batches and resumed by a fresh loader over a fresh "
-            f"dataset, every batch equals the uninterrupted run's, with num_workers {setups} ({where})")
+            f"dataset, every batch equals the uninterrupted run's, with num_workers {[0, 2] if method else [0]} "
+            f"({where})")
