@@ -45,9 +45,6 @@ __all__ = [
     "Wrong", "checker", "one_line", "CheckerTypeError", "CheckerValueError",
     "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
     "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
-    "check_ddp_epochs", "check_sharded_iterable",
-    "check_resumable",
-    "check_bottleneck",
-    "check_kept_batches",
-    "check_split_loaders", "check_cached_loader", "check_spawn_safe",
+    "check_ddp_epochs", "check_sharded_iterable", "check_resumable", "check_bottleneck",
+    "check_kept_batches", "check_split_loaders", "check_cached_loader", "check_spawn_safe",
 ]
