@@ -1,9 +1,8 @@
 """Lab checkers: ``check_<name>(candidate) -> bool``, one per exercise.
 
-Each prints one line: ``✅`` and a short confirmation, ``❌`` and one sentence saying what is
-wrong plus a hint, or ``⏳ not attempted yet`` for an unfinished stub. A candidate that raises
-is reported as ``❌`` with the exception's one-line summary; a checker never prints a
-traceback. Checkers test behaviour (they run the candidate in real DataLoaders), not source.
+Each prints one line, never a traceback: ``✅`` and a confirmation, ``❌`` and what is wrong
+plus a hint (or the candidate's own error, on one line), ``⏳ not attempted yet`` for a stub.
+Checkers run the candidate in real DataLoaders; they do not read its source.
 
 | lab | checker |
 |---|---|
