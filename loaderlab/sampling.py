@@ -16,7 +16,8 @@ def expected_class_fractions(
     probability ``weights[i] / sum(weights)``: the class's total weight over the total."""
     labels, weights = torch.as_tensor(labels), torch.as_tensor(weights, dtype=torch.double)
     if labels.dim() != 1 or labels.numel() == 0:
-        raise ValueError(f"labels must be a non-empty 1-D sequence of class ids, got shape {tuple(labels.shape)}")
+        raise ValueError(f"labels must be a non-empty 1-D sequence of class ids, got shape "
+                         f"{tuple(labels.shape)}")
     if labels.dtype.is_floating_point or labels.dtype == torch.bool or labels.is_complex():
         raise TypeError(f"labels must hold integer class ids, got dtype {labels.dtype}")
     if int(labels.min()) < 0:

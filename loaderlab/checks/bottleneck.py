@@ -1,12 +1,7 @@
-"""Checker for lab 14: measure the data wait of a pipeline, then fix its slow stage.
-
-``check_bottleneck(fix, slow_loader, measure=wait_share)`` times the wait inside ``next(loader)``
-against a ``STEP_S`` sleep step, each worker's first batch left out: ✅ when the starting loader
-waits over ``BEFORE_MIN`` of the time and ``fix(slow_loader)`` yields the same batches waiting
-under ``AFTER_MAX`` and under half the start. Stages and step are sleeps, so the shares hold on a
-busy core; workers are forked where fork exists. The student's ``measure(loader, train_step)``
-must agree with the checker's within ``AGREE`` on both loaders.
-"""
+"""Checker for lab 14: measure the data wait of a pipeline, then fix its slow stage. The wait inside
+``next(loader)`` against a ``STEP_S`` sleep step (each worker's first batch left out) must be over
+``BEFORE_MIN`` for the starting loader and under ``AFTER_MAX`` and half that for ``fix(slow_loader)``
+(same batches); the student's ``measure`` must agree within ``AGREE``. Stages are sleeps too."""
 
 from __future__ import annotations
 
@@ -36,7 +31,8 @@ def _step(batch: Any) -> None:
 
 def _timed(loader: DataLoader, max_batches: int | None = None) -> tuple[list[Any], float]:
     """Return (batches, wait share) of one pass, each worker's first batch left out."""
-    run = timed_pass(loader, max_batches, seconds=LIMIT_S, step=_step, count_startup=True, keep=True, close=True)
+    run = timed_pass(loader, max_batches, seconds=LIMIT_S, step=_step, count_startup=True, keep=True,
+                     close=True)
     skip = min(max(1, loader.num_workers), run.batches // 2)
     wait, step = sum(run.waits_s[skip:]), sum(run.steps_s[skip:])
     return run.values, wait / (wait + step) if wait + step else 1.0
@@ -63,29 +59,31 @@ def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataL
         expected = reference_batches(slow_loader)
         _, before = _timed(slow_loader, max_batches=3)
         if before < BEFORE_MIN:
-            raise Wrong(f"the starting loader waited only {before:.0%} of the time: pass the lab's slow_loader "
-                        f"unchanged and put your fix in fix().")
+            raise Wrong(f"the starting loader waited only {before:.0%} of the time: pass the lab's "
+                        f"slow_loader unchanged and put your fix in fix().")
         if measure is not None:
             _agree(measure, slow_loader, before, "the starting loader")
         if loader.num_workers:  # bounded; forked where it can, so start-up is not what is judged
-            fork = {"multiprocessing_context": "fork"} if loader.multiprocessing_context is None and can_fork() else {}
-            loader = rebuild(loader, timeout=loader.timeout or 10.0, **fork)
+            fork = loader.multiprocessing_context is None and can_fork()
+            loader = rebuild(loader, timeout=loader.timeout or 10.0,
+                             multiprocessing_context="fork" if fork else loader.multiprocessing_context)
         batches, after = _timed(loader)
         sizes = [batch_size_of(b) for b in batches]
         if sizes != [batch_size_of(b) for b in expected][: len(sizes)]:
-            raise Wrong(f"your loader yields batches of {max(sizes, default=0)} samples, the starting one of "
-                        f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the wait). {HINT}")
+            raise Wrong(f"your loader yields batches of {max(sizes, default=0)} samples, the starting one "
+                        f"of {slow_loader.batch_size}: keep batch_size (a bigger batch only hides the wait). "
+                        f"{HINT}")
         differ = first_diff(batches, expected)
         if differ is not None:
-            raise Wrong(f"batch {differ} differs from the starting loader's batch {differ}: the fix must keep "
-                        f"every sample and the order (no shuffle), only make it faster. {HINT}")
+            raise Wrong(f"batch {differ} differs from the starting loader's batch {differ}: the fix must "
+                        f"keep every sample and the order (no shuffle), only make it faster. {HINT}")
         if after > AFTER_MAX or after > before / 2:
             workers = loader.num_workers
             how = ("workers share the slow stage's cost between them, they do not remove it; find the stage "
                    "that costs the time" if workers else
                    "time each stage of __getitem__ and stop paying the slow one for every sample")
-            raise Wrong(f"{f'with {workers} workers ' if workers else ''}your loader still waits {after:.0%} of "
-                        f"the time for data (the starting one {before:.0%}): {how}. {HINT}")
+            raise Wrong(f"{f'with {workers} workers ' if workers else ''}your loader still waits "
+                        f"{after:.0%} of the time for data (the starting one {before:.0%}): {how}. {HINT}")
         if len(batches) < len(expected):
             raise Wrong(f"your loader stopped after {len(batches)} of {len(expected)} batches. {HINT}")
         if measure is not None:

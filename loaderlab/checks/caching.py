@@ -1,10 +1,6 @@
-"""Checker for lab 04: decode every image once, then serve later epochs from memory, same batches.
-
-The lab's starting loader: notebook 04's ``ImageFiles`` (decodes a JPEG on every access) over 120
-images of 96×96 labelled 0-119, ``batch_size=16``, a fixed shuffled ``sampler``, ``num_workers=0``.
-``tune(loader)`` must yield exactly its batches in its first epoch (the cache may fill then), and
-its next epochs (best of up to 3) must be >= 3x as fast as the starting loader's (best of 2).
-"""
+"""Checker for lab 04: notebook 04's ``ImageFiles`` decode a JPEG on every access; ``tune(loader)``
+must yield the starting loader's batches in its first epoch (the cache may fill then) and its next
+epochs (best of up to 3) at least 3x as fast as the starting loader's (best of 2)."""
 
 from __future__ import annotations
 
@@ -50,8 +46,8 @@ def _compare(batches: list[Any], expected: list[Any], batch_size: int) -> None:
         why = (f"it is {_describe(batch)}, the starting loader's {_describe(reference)}: cache "
                f"the tensors the dataset returns, unchanged (same dtype, same shape)")
     elif not torch.equal(batch[1], reference[1]):
-        why = (f"it holds the samples labelled {batch[1][:4].tolist()}..., not {reference[1][:4].tolist()}...: "
-               f"keep the starting loader's sampler (shuffle=True draws a new order)")
+        why = (f"it holds the samples labelled {batch[1][:4].tolist()}..., not {reference[1][:4].tolist()}"
+               f"...: keep the starting loader's sampler (shuffle=True draws a new order)")
     else:
         why = "the right samples, but other pixel values: cache the tensors the dataset returns, unchanged"
     raise Wrong(f"batch {k} is not the starting loader's batch {k}: {why}. {HINT}")

@@ -1,11 +1,8 @@
 """Checker for lab 15: keep every batch of a worker loader without running out of descriptors.
-
-With Linux's default sharing strategy (``file_descriptor``) every tensor a worker sends holds a
-descriptor while it lives (notebook 15), so keeping the received batches ends in "Too many open
-files". ``keep_in_child(keep)`` reproduces it safely in a forked child with ``HEADROOM``
-descriptors above those it inherited, killed with its workers after ``BOUND_S``. Linux only:
-macOS and Windows send batches by name (``file_system``), which costs no descriptor.
-"""
+Under Linux's ``file_descriptor`` strategy every tensor from a worker holds a descriptor while it
+lives (notebook 15); ``keep_in_child(keep)`` keeps them in a forked child with ``HEADROOM``
+descriptors to spare, killed with its workers after ``BOUND_S``. Linux only: elsewhere batches
+travel by name (``file_system``), which costs no descriptor."""
 
 from __future__ import annotations
 
@@ -44,18 +41,14 @@ def _holds(item: Any, xb: torch.Tensor, yb: torch.Tensor) -> str | None:
     return "shared" if shared else None
 
 
-def _wrong_values(kept: list[Any]) -> int | None:
-    """Return the first batch whose kept (features, labels) differ from the batch's, or None."""
-    for k, item in enumerate(kept):
-        rows = slice(k * BATCH, (k + 1) * BATCH)
-        try:
-            xb, yb = (torch.as_tensor(np.asarray(part)) for part in item)
-            if torch.equal(xb.float(), FEATURES[rows]) and torch.equal(yb.long(), LABELS[rows]):
-                continue
-        except (TypeError, ValueError, RuntimeError):
-            pass
-        return k
-    return None
+def _kept_right(item: Any, k: int) -> bool:
+    """Return True if ``item`` holds batch ``k``'s (features, labels), as tensors, arrays or lists."""
+    rows = slice(k * BATCH, (k + 1) * BATCH)
+    try:
+        xb, yb = (torch.as_tensor(np.asarray(part)) for part in item)
+        return torch.equal(xb.float(), FEATURES[rows]) and torch.equal(yb.long(), LABELS[rows])
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 def _child(keep: Callable[[Any], Any], send: Any) -> None:
@@ -79,7 +72,8 @@ def _child(keep: Callable[[Any], Any], send: Any) -> None:
     except Exception as exc:  # "Too many open files", a timeout, or keep's own error
         report["error"] = one_line(exc)
         exc.__traceback__ = None  # its frames hold the loader's iterator: its workers stop now
-    report.update(kept=len(kept), wrong_at=None if report["error"] else _wrong_values(kept))
+    wrong = [k for k, item in enumerate(kept) if not report["error"] and not _kept_right(item, k)]
+    report.update(kept=len(kept), wrong_at=wrong[0] if wrong else None)
     del kept
     send.send(report)
 
@@ -97,7 +91,8 @@ def keep_in_child(keep: Callable[[Any], Any]) -> dict[str, Any]:
     process.start()
     send.close()
     try:
-        report = receive.recv() if receive.poll(BOUND_S) else {"error": f"did not finish within {BOUND_S:g} s"}
+        overran = {"error": f"did not finish within {BOUND_S:g} s"}
+        report = receive.recv() if receive.poll(BOUND_S) else overran
     except EOFError:
         report = {"error": "the child process died without a report"}
     finally:
@@ -126,14 +121,15 @@ def check_kept_batches(keep: Callable[[Any], Any]) -> str:
                "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
                          "keeps the worker's segment alive)"}.get(holds, "what you keep holds them")
         raise Wrong(f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
-                    f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds a "
-                    f"file descriptor while it lives, and {why}; keep private copies (clone()) instead. {HINT}")
+                    f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds "
+                    f"a file descriptor while it lives, and {why}; keep private copies (clone()) instead. "
+                    f"{HINT}")
     if error:
         own = kept == 0 and "child" not in error and "within" not in error
         raise Wrong(f"your keep raised {error}. {HINT}" if own else
                     f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}")
     if report["wrong_at"] is not None:
-        raise Wrong(f"what you kept of batch {report['wrong_at']} is not its (features, labels): return both, "
-                    f"with the received values, as tensors, arrays or lists. {HINT}")
+        raise Wrong(f"what you kept of batch {report['wrong_at']} is not its (features, labels): return "
+                    f"both, with the received values, as tensors, arrays or lists. {HINT}")
     return (f"all {N_BATCHES} batches kept, with their values, within {HEADROOM} descriptors of headroom "
             f"(2 workers, the file_descriptor strategy)")

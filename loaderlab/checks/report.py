@@ -65,7 +65,8 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
         if default is inspect.Parameter.empty:
             continue  # a required argument (e.g. the lab's starting loader): the body checks it
         if (callable(default) or default is None and value is not None) and not callable(value):
-            raise CheckerTypeError(f"{name}: `{key}` must be a function, got {type(value).__name__} {_short(value)}")
+            raise CheckerTypeError(f"{name}: `{key}` must be a function, got {type(value).__name__} "
+                                   f"{_short(value)}")
         if isinstance(default, int) and not isinstance(default, bool):  # a size
             try:
                 require_positive(value, f"`{key}`")
@@ -84,18 +85,15 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _is_stub(exc: BaseException) -> bool:
-    # from a worker the stub's error may come back wrapped: accept its text too
+def _is_stub(exc: BaseException) -> bool:  # from a worker the stub's error may come back wrapped
     text = str(exc)
-    return isinstance(exc, NotImplementedError) or ("NotImplementedError" in text and "your code here" in text)
+    return isinstance(exc, NotImplementedError) or "NotImplementedError" in text and "your code here" in text
 
 
 def checker(body: Callable[..., str]) -> Callable[..., bool]:
     """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line: ``Wrong``
-    is the sentence shown, another error the candidate's (one line), ``NotImplementedError`` the stub.
-
-    Calling the checker with nonsense raises ``CheckerTypeError`` / ``CheckerValueError`` naming
-    the argument (one line in Jupyter)."""
+    is the sentence shown, another error the candidate's, ``NotImplementedError`` the stub. Called
+    with nonsense, it raises ``CheckerTypeError`` / ``CheckerValueError`` naming the argument."""
 
     @functools.wraps(body)
     def run(candidate: Any = None, *args: Any, **kwargs: Any) -> bool:
@@ -119,7 +117,7 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
 
 
 def starting_loader(loader: Any, call: str) -> DataLoader:
-    """Return ``loader`` if it can be a lab's starting loader (batched, ``num_workers=0``), else raise Wrong."""
+    """Return ``loader`` if it can be a lab's starting loader (batched, no workers), else raise Wrong."""
     if isinstance(loader, DataLoader) and not loader.num_workers and loader.batch_sampler is not None:
         return loader
     got = (type(loader).__name__ if not isinstance(loader, DataLoader) else
@@ -148,7 +146,8 @@ def epoch(loader: Any, limit: int | None = None, stop: bool = True) -> list[Any]
 
 def first_diff(batches: list[Any], expected: list[Any]) -> int | None:
     """Return the index of the first batch that differs from ``expected``'s (pairs compared), or None."""
-    return next((k for k, (a, b) in enumerate(zip(batches, expected, strict=False)) if not same_batch(a, b)), None)
+    pairs = zip(batches, expected, strict=False)
+    return next((k for k, (a, b) in enumerate(pairs) if not same_batch(a, b)), None)
 
 
 class _Overran(BaseException):  # not an Exception: the answer's own ``except Exception`` lets it pass

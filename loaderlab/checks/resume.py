@@ -1,12 +1,7 @@
-"""Checker for lab 13: a dataset with random augmentation that a StatefulDataLoader resumes exactly.
-
-``make_dataset(seed)`` returns a map-style Dataset with random noise, ``state_dict()`` and
-``load_state_dict(state)``. One epoch runs uninterrupted, then again interrupted after ``K``
-batches: the loader's state goes through ``torch.save`` / ``torch.load(weights_only=True)`` into a
-fresh ``StatefulDataLoader`` over a fresh dataset, which finishes the epoch. Every batch must equal
-the uninterrupted run's, with 0 and 2 workers (started like the session's; a class defined in
-the notebook is forked, or checked without workers where fork does not exist: Windows).
-"""
+"""Checker for lab 13: an epoch over ``make_dataset(seed)`` interrupted after ``K`` batches, its state
+through ``torch.save`` / ``torch.load(weights_only=True)`` into a fresh StatefulDataLoader over a fresh
+dataset, must equal an uninterrupted one, with 0 and 2 workers (a class of the notebook is forked;
+where fork does not exist, Windows, it is checked without workers)."""
 
 from __future__ import annotations
 
@@ -28,21 +23,18 @@ TIMEOUT_S = 30.0  # per batch: spawned workers import torch first
 BOUND_S = 60.0  # the checks without workers (they take a second): a __getitem__ that never returns
 
 
-def _loader(dataset: Dataset, num_workers: int, method: str | None) -> Any:
+def _loader(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> Any:
+    """A StatefulDataLoader over a fresh ``make_dataset(SEED)``."""
     from torchdata.stateful_dataloader import StatefulDataLoader  # imported when a lab asks
 
     workers = {"multiprocessing_context": method, "timeout": TIMEOUT_S} if num_workers else {}
-    return StatefulDataLoader(dataset, batch_size=BATCH, shuffle=True, num_workers=num_workers,
+    return StatefulDataLoader(make_dataset(SEED), batch_size=BATCH, shuffle=True, num_workers=num_workers,
                               generator=torch.Generator().manual_seed(7), **workers)
-
-
-def _epoch(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> list[Any]:
-    return epoch(_loader(make_dataset(SEED), num_workers, method))
 
 
 def _resumed(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> list[Any]:
     """Return the epoch interrupted after K batches and finished by a fresh loader and dataset."""
-    loader = _loader(make_dataset(SEED), num_workers, method)
+    loader = _loader(make_dataset, num_workers, method)
     try:
         batches, checkpoint = epoch(loader, K, stop=False), io.BytesIO()  # its state is saved first
         try:
@@ -52,19 +44,21 @@ def _resumed(make_dataset: Callable[[int], Dataset], num_workers: int, method: s
         except NotImplementedError:
             raise  # the lab's stub: not attempted yet
         except Exception as exc:
-            raise Wrong(f"the loader's state_dict() did not survive torch.save and torch.load(weights_only=True) "
-                        f"({one_line(exc)[:80]}): your state_dict must return tensors and plain values, e.g. "
-                        f"generator.get_state(), not the Generator itself. {HINT}") from None
+            raise Wrong(f"the loader's state_dict() did not survive torch.save and "
+                        f"torch.load(weights_only=True) ({one_line(exc)[:80]}): your state_dict must return "
+                        f"tensors and plain values, e.g. generator.get_state(), not the Generator itself. "
+                        f"{HINT}") from None
     finally:
         stop_workers(loader._iterator)  # the interrupted job ends: its workers stop
-    resumed = _loader(make_dataset(SEED), num_workers, method)
+    resumed = _loader(make_dataset, num_workers, method)
     resumed.load_state_dict(state)
     return batches + epoch(resumed)
 
 
 def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
     """Raise Wrong unless the resumed epoch equals the uninterrupted one; return the latter."""
-    reference, resumed = _epoch(make_dataset, workers, method), _resumed(make_dataset, workers, method)
+    reference = epoch(_loader(make_dataset, workers, method))
+    resumed = _resumed(make_dataset, workers, method)
     if len(resumed) != len(reference):
         raise Wrong(f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
                     f"uninterrupted one {len(reference)}. {HINT}")
@@ -84,7 +78,8 @@ def _without_workers(make_dataset: Callable[[int], Any]) -> tuple[Dataset, list[
         raise Wrong(f"make_dataset(seed) returned {type(dataset).__name__}: return a map-style Dataset "
                     f"(__len__ and __getitem__). {HINT}")
     if len(dataset) < N:
-        raise Wrong(f"make_dataset(seed) has {len(dataset)} samples: the lab's has {N} (keep n's default). {HINT}")
+        raise Wrong(f"make_dataset(seed) has {len(dataset)} samples: the lab's has {N} (keep n's "
+                    f"default). {HINT}")
     missing = [m for m in ("state_dict", "load_state_dict") if not callable(getattr(dataset, m, None))]
     if missing:
         raise Wrong(f"your dataset has no {' and no '.join(missing)}: without both, StatefulDataLoader "
@@ -93,7 +88,7 @@ def _without_workers(make_dataset: Callable[[int], Any]) -> tuple[Dataset, list[
     if same_batch(dataset[0], dataset[0]):
         raise Wrong("make_dataset(seed)[0] gave the same sample twice: the lab's dataset adds random "
                     "noise (a new draw on every read), and that randomness is what must resume. " + HINT)
-    if first_diff(_epoch(make_dataset, 0, None), _epoch(make_dataset, 0, None)) is not None:
+    if first_diff(epoch(_loader(make_dataset, 0, None)), epoch(_loader(make_dataset, 0, None))) is not None:
         raise Wrong("two uninterrupted epochs over make_dataset(seed) gave different noise: draw it from a "
                     "torch.Generator the dataset holds, seeded with seed (torch's global RNG is not in "
                     f"your state_dict). {HINT}")
@@ -117,5 +112,5 @@ def check_resumable(make_dataset: Callable[[int], Dataset]) -> str:
     where = (f"real workers started by {method}" if method else
              "0 workers only: your class is defined in the notebook and this platform cannot fork")
     return (f"interrupted after {K} of {len(reference)} batches and resumed by a fresh loader over a fresh "
-            f"dataset, every batch equals the uninterrupted run's, with num_workers {[0, 2] if method else [0]} "
-            f"({where})")
+            f"dataset, every batch equals the uninterrupted run's, with num_workers "
+            f"{[0, 2] if method else [0]} ({where})")

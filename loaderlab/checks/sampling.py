@@ -1,7 +1,6 @@
 """Checker for lab 09: per-sample weights that make ``WeightedRandomSampler`` draw every class
 equally often. Exact: class ``c`` is drawn with probability (sum of its weights) / (sum of all
-weights) (``torch.multinomial`` in ``WeightedRandomSampler.__iter__``), so no draws are counted.
-"""
+weights) (``torch.multinomial`` in ``WeightedRandomSampler.__iter__``), so no draws are counted."""
 
 from __future__ import annotations
 
@@ -56,10 +55,12 @@ def _diagnose(weights: list[float], labels: list[int]) -> None:
             raise Wrong(f"sample {i} (class {label}) has {why} > 0. {HINT}")
     zero = sorted({label for weight, label in pairs if weight == 0})
     if zero:
-        integer_division = all(counts[c] > 1 for c in zero) and all(w == 1 for w, y in pairs if counts[y] == 1)
+        integer_division = all(counts[c] > 1 for c in zero) and all(w == 1 for w, y in pairs
+                                                                      if counts[y] == 1)
         why = (" — 1 // count is integer division and gives 0 for every class with more than "
                "one sample: use 1 / count" if integer_division else "")
-        raise Wrong(f"class {zero[0]} has weight 0, so the sampler would never draw class {zero[0]}{why}. {HINT}")
+        raise Wrong(f"class {zero[0]} has weight 0, so the sampler would never draw class "
+                    f"{zero[0]}{why}. {HINT}")
     probabilities = expected_class_fractions(weights, labels)
     target = 1 / len(counts)
     if all(math.isclose(p, target, rel_tol=REL_TOL) for p in probabilities.values()):
@@ -69,8 +70,9 @@ def _diagnose(weights: list[float], labels: list[int]) -> None:
         raise Wrong("your weights grow with the class frequency, so the large class is drawn even more "
                     f"often: use the inverse, 1 / (number of samples of the class). {HINT}")
     shown = ", ".join(f"class {c}: {p:.2f}" for c, p in probabilities.items())
-    raise Wrong(f"with labels of class sizes {dict(sorted(counts.items()))} your weights draw {shown} instead "
-                f"of {target:.2f} each: the weights of each class must add up to the same total. {HINT}")
+    raise Wrong(f"with labels of class sizes {dict(sorted(counts.items()))} your weights draw {shown} "
+                f"instead of {target:.2f} each: the weights of each class must add up to the same total. "
+                f"{HINT}")
 
 
 @checker
@@ -92,14 +94,15 @@ def check_balanced_weights(class_balanced_weights: Callable[[list[int]], Any],
         return verdict
     try:
         loader = make_loader(list(labels), list(weights))
-        drawn = torch.cat([torch.as_tensor(batch[0] if isinstance(batch, (list, tuple)) else batch).reshape(-1)
-                           for batch in loader])
+        drawn = torch.cat([torch.as_tensor(b[0] if isinstance(b, (list, tuple)) else b).reshape(-1)
+                           for b in loader])
     except Exception as exc:  # the lab's own code: answer with one sentence
-        raise Wrong(f"make_loader(labels, weights) failed with {type(exc).__name__}: {exc} — it should return "
-                    f"a DataLoader whose batches start with the labels. {HINT}") from None
+        raise Wrong(f"make_loader(labels, weights) failed with {type(exc).__name__}: {exc} — it should "
+                    f"return a DataLoader whose batches start with the labels. {HINT}") from None
     if not isinstance(loader, DataLoader) or drawn.numel() == 0:
-        raise Wrong(f"make_loader(labels, weights) returned {type(loader).__name__} that yielded {drawn.numel()} "
-                    f"labels: return a DataLoader that draws through a WeightedRandomSampler. {HINT}")
+        raise Wrong(f"make_loader(labels, weights) returned {type(loader).__name__} that yielded "
+                    f"{drawn.numel()} labels: return a DataLoader that draws through a "
+                    f"WeightedRandomSampler. {HINT}")
     shares = [round(float((drawn == c).float().mean()), 2) for c in sorted(set(labels))]
     return (f"{verdict}; your loader drew class shares {shares} for class sizes "
             f"{[n for _, n in sorted(collections.Counter(labels).items())]}")

@@ -1,11 +1,6 @@
-"""Checker for lab 12: a loader whose workers start under ``spawn`` and deliver the same batches.
-
-``make_loader() -> DataLoader`` with ``num_workers >= 1``, its pieces in ``lab12.py``. What a worker
-receives (Dataset, collate_fn, worker_init_fn) is pickled first by a pickler that names the first
-lambda, function defined inside a function, or class or function of the notebook (``__main__``,
-which a spawned worker cannot import): a wrong answer found in milliseconds. Then one epoch with
-(at most 2) workers started by ``spawn`` must equal one of a fresh ``make_loader()`` without workers.
-"""
+"""Checker for lab 12: the workers of ``make_loader()`` started by ``spawn`` must deliver the batches of
+``num_workers=0``. What a worker receives is pickled first, by a pickler that names the first lambda,
+local function, or class or function of the notebook (``__main__``: a spawned worker cannot import it)."""
 
 from __future__ import annotations
 
@@ -72,8 +67,10 @@ def check_spawn_safe(make_loader: Callable[[], DataLoader]) -> str:
         except Exception as exc:  # noqa: BLE001 - any pickling error is the answer's
             raise Wrong(f"{what} cannot be pickled for a spawned worker ({one_line(exc)}): open "
                         f"files, locks and connections lazily in the worker. {HINT}") from None
-    with bounded(BOUND_S, f"an epoch without workers took over {BOUND_S:g} s: does __getitem__ return? {HINT}"):
-        expected = epoch(rebuild(make_loader(), num_workers=0, multiprocessing_context=None, timeout=0), MAX_BATCHES)
+    reference = rebuild(make_loader(), num_workers=0, multiprocessing_context=None, timeout=0)
+    overran = f"an epoch without workers took over {BOUND_S:g} s: does __getitem__ return? {HINT}"
+    with bounded(BOUND_S, overran):
+        expected = epoch(reference, MAX_BATCHES)
     workers = min(loader.num_workers, MAX_WORKERS)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="This DataLoader will create")

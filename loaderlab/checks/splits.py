@@ -1,8 +1,7 @@
 """Checker for lab 02: a training loader without a short last batch, a validation loader that sees
 every sample once, in the same order on every pass. ``make_loaders(train_set, val_set, batch_size)``
 gets 65 training samples ``(features, id)`` with ids 0-64 and 23 validation ones (ids 1000-1022),
-so every sample is traced over two epochs each, for batch sizes 32 and 10 (neither divides 65 or 23).
-"""
+traced over two epochs each, for batch sizes 32 and 10 (neither divides 65 or 23)."""
 
 from __future__ import annotations
 
@@ -29,18 +28,21 @@ def split_datasets() -> tuple[TensorDataset, TensorDataset]:
     return train, val
 
 
-def _epoch_ids(loader: DataLoader, name: str) -> list[list[int]]:
-    """Return the sample ids of one epoch of ``loader``, batch by batch."""
-    batches = epoch(loader, N_TRAIN + N_VAL)  # a stream that never ends stops
-    if not all(isinstance(b, (list, tuple)) and len(b) == 2 and isinstance(b[1], torch.Tensor)
-               and b[1].dim() == 1 for b in batches):
-        raise Wrong(f"the {name} loader's batches are not (features, ids) pairs as the default "
-                    f"collate_fn makes them: keep the default collate_fn. {HINT}")
-    return [[int(i) for i in b[1]] for b in batches]
+def _two_epochs(loader: DataLoader, name: str) -> tuple[list[list[int]], list[int]]:
+    """Return the sample ids of two epochs of ``loader``, and the sizes of its batches."""
+    orders, sizes = [], []
+    for _ in range(2):
+        batches = epoch(loader, N_TRAIN + N_VAL)  # a stream that never ends stops
+        if not all(isinstance(b, (list, tuple)) and len(b) == 2 and isinstance(b[1], torch.Tensor)
+                   and b[1].dim() == 1 for b in batches):
+            raise Wrong(f"the {name} loader's batches are not (features, ids) pairs as the default "
+                        f"collate_fn makes them: keep the default collate_fn. {HINT}")
+        orders.append([int(i) for b in batches for i in b[1]])
+        sizes += [len(b[1]) for b in batches]
+    return orders, sizes
 
 
-def _check_train(epochs: list[list[list[int]]], batch_size: int) -> None:
-    sizes = [len(b) for one in epochs for b in one]
+def _check_train(orders: list[list[int]], sizes: list[int], batch_size: int) -> None:
     if max(sizes, default=0) > batch_size:
         raise Wrong(f"with batch_size={batch_size} the train loader yields batches of {max(sizes)} "
                     f"samples: pass batch_size on to the DataLoader. {HINT}")
@@ -49,7 +51,6 @@ def _check_train(epochs: list[list[list[int]]], batch_size: int) -> None:
         raise Wrong(f"with batch_size={batch_size} the train loader's last batch holds "
                     f"{min(sizes)} sample(s) ({N_TRAIN} = {q} × {batch_size} + {r}), a batch that "
                     f"BatchNorm cannot train on: drop_last=True for training. {HINT}")
-    orders = [[i for b in one for i in b] for one in epochs]
     full = N_TRAIN - N_TRAIN % batch_size
     for order in orders:
         repeated = [i for i, n in collections.Counter(order).items() if n > 1]
@@ -66,8 +67,7 @@ def _check_train(epochs: list[list[list[int]]], batch_size: int) -> None:
                     f"epoch. {HINT}")
 
 
-def _check_val(passes: list[list[list[int]]], loader: DataLoader) -> None:
-    orders = [[i for b in one for i in b] for one in passes]
+def _check_val(orders: list[list[int]], loader: DataLoader) -> None:
     for order in orders:
         missing = sorted(set(range(VAL_FIRST_ID, VAL_FIRST_ID + N_VAL)) - set(order))
         repeated = [i for i, n in collections.Counter(order).items() if n > 1]
@@ -91,17 +91,16 @@ def check_split_loaders(make_loaders: Callable[..., Any]) -> str:
     in the same order on every pass; raise Wrong with the first problem found."""
     for batch_size in BATCH_SIZES:
         loaders = make_loaders(*split_datasets(), batch_size)
-        if not (isinstance(loaders, tuple) and len(loaders) == 2 and all(isinstance(x, DataLoader) for x in loaders)):
+        if not (isinstance(loaders, tuple) and len(loaders) == 2
+                and all(isinstance(x, DataLoader) for x in loaders)):
             got = f"a {len(loaders)}-tuple" if isinstance(loaders, tuple) else type(loaders).__name__
-            raise Wrong(f"make_loaders must return two DataLoaders (train_loader, val_loader), got {got}. {HINT}")
-        train = [_epoch_ids(loaders[0], "train") for _ in range(2)]
-        val = [_epoch_ids(loaders[1], "validation") for _ in range(2)]
-        train_ids = {i for one in train for b in one for i in b}
-        val_ids = {i for one in val for b in one for i in b}
-        if max(train_ids, default=0) >= VAL_FIRST_ID or min(val_ids, default=VAL_FIRST_ID) < VAL_FIRST_ID:
+            raise Wrong(f"make_loaders must return two DataLoaders (train_loader, val_loader), got {got}. "
+                        f"{HINT}")
+        (train, sizes), (val, _) = _two_epochs(loaders[0], "train"), _two_epochs(loaders[1], "validation")
+        if max(train[0], default=0) >= VAL_FIRST_ID or min(val[0], default=VAL_FIRST_ID) < VAL_FIRST_ID:
             raise Wrong(f"the train loader yields validation samples or the other way round: return "
                         f"(train_loader, val_loader), in that order, each over its own dataset. {HINT}")
-        _check_train(train, batch_size)
+        _check_train(train, sizes, batch_size)
         _check_val(val, loaders[1])
     return (f"train batches always full and reshuffled every epoch, every validation sample once "
             f"in a fixed order, for batch sizes {' and '.join(map(str, BATCH_SIZES))}")
