@@ -79,9 +79,9 @@ def doctor(
         factory = callable(loader_or_factory) and not isinstance(loader_or_factory, DataLoader)
         loader = loader_or_factory() if factory else loader_or_factory
         if not isinstance(loader, DataLoader):
-            got = type(loader).__name__
-            raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, got {got}" if factory
-                            else f"loader_or_factory must be a DataLoader or a callable returning one, got {got}")
+            got = f"got {type(loader).__name__}"
+            raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, {got}" if factory
+                            else f"loader_or_factory must be a DataLoader or a callable returning one, {got}")
         require_positive(time_budget_s, "time_budget_s", integer=False)
         require_positive(max_batches, "max_batches")
         require_positive(shm_bytes, "shm_bytes", allow_none=True)
