@@ -35,74 +35,80 @@ FINDINGS: dict[str, Spec] = {
         "08", "## 2. A worker that raises, a worker that is killed"),
     "pickle.fails": Spec(
         "error", "pickling", "{what} cannot be pickled: {when}.",
-        "Define datasets, collate_fn and worker_init_fn at module level in an importable file (no lambdas, no "
-        "open files, locks or clients as attributes).", "12", "## 3. What must be picklable"),
+        "Define datasets, collate_fn and worker_init_fn at module level in an importable file (no lambdas, "
+        "no open files, locks or clients as attributes).", "12", "## 3. What must be picklable"),
     "pickle.main_module": Spec(
         "warning", "pickling", "{names} defined in __main__: spawn workers started from a notebook or an "
-        "interactive session cannot import it.", "Move these classes and functions into a module and import them.",
+        "interactive session cannot import it.",
+        "Move these classes and functions into a module and import them.",
         "12", "## 3. What must be picklable"),
     "dataset.open_file": Spec(
-        "error", "pickling", "the dataset holds open {names}: with fork every worker shares its offset and reads "
-        "wrong records without an error; with spawn the dataset cannot be pickled.",
+        "error", "pickling", "the dataset holds open {names}: with fork every worker shares its offset and "
+        "reads wrong records without an error; with spawn the dataset cannot be pickled.",
         "Keep the path; open the file lazily in each worker (on the first __getitem__) and leave it out of "
         "__getstate__.", "08", "### Another shared resource: a file opened in `__init__`"),
     "collate.variable_length": Spec(
-        "error", "collate", "{count} samples hold tensors of different shapes ({shapes}): the default collate_fn "
-        "cannot stack them, so a batch raises '{error}'.",
-        "Pad in a collate_fn (pad_sequence plus the lengths or a mask); bucket by length to waste less padding.",
-        "05", "## 2. `pad_collate`: padded ids, an attention mask, labels"),
+        "error", "collate", "{count} samples hold tensors of different shapes ({shapes}): the default "
+        "collate_fn cannot stack them, so a batch raises '{error}'.",
+        "Pad in a collate_fn (pad_sequence plus the lengths or a mask); bucket by length to waste less "
+        "padding.", "05", "## 2. `pad_collate`: padded ids, an attention mask, labels"),
     "memory.shm_too_small": Spec(
-        "error", "collate", "a batch is {batch_mb} MB and {workers} workers x prefetch_factor {prefetch} keep up "
-        "to {need_mb} MB in /dev/shm, which has {shm_mb} MB: workers die with 'Bus error' or 'No space left on "
-        "device'.", "Send smaller batches (uint8, converted after the transfer), lower num_workers x "
-        "prefetch_factor, or enlarge /dev/shm (docker run --shm-size).", "15", "## 4. A 64 MB `/dev/shm` (Docker's default)"),
+        "error", "collate", "a batch is {batch_mb} MB and {workers} workers x prefetch_factor {prefetch} "
+        "keep up to {need_mb} MB in /dev/shm, which has {shm_mb} MB: workers die with 'Bus error' or 'No "
+        "space left on device'.",
+        "Send smaller batches (uint8, converted after the transfer), lower num_workers x prefetch_factor, or "
+        "enlarge /dev/shm (docker run --shm-size).", "15", "## 4. A 64 MB `/dev/shm` (Docker's default)"),
     "batch.last_size_1": Spec(
-        "warning", "batches", "{samples} samples in batches of {batch_size} leave a batch of 1 sample per epoch: "
-        "BatchNorm raises 'Expected more than 1 value per channel when training' on it.",
-        "Shuffled training loader: drop_last=True (a different sample sits out each epoch); keep drop_last=False "
-        "for validation.", "02", "## 4. Fix: `drop_last=True` for training, `drop_last=False` for validation"),
+        "warning", "batches", "{samples} samples in batches of {batch_size} leave a batch of 1 sample per "
+        "epoch: BatchNorm raises 'Expected more than 1 value per channel when training' on it.",
+        "Shuffled training loader: drop_last=True (a different sample sits out each epoch); keep "
+        "drop_last=False for validation.",
+        "02", "## 4. Fix: `drop_last=True` for training, `drop_last=False` for validation"),
     "iterable.duplicates": Spec(
-        "error", "stream", "one epoch delivered {delivered} items for the {held} the stream holds: {extra} arrived "
-        "more than once (each of the {workers} workers read the whole stream).",
+        "error", "stream", "one epoch delivered {delivered} items for the {held} the stream holds: {extra} "
+        "arrived more than once (each of the {workers} workers read the whole stream).",
         "Shard the stream in __iter__ with torch.utils.data.get_worker_info() (id, num_workers).",
         "11", "## 2. Shard the stream per worker"),
     "iterable.lost_items": Spec(
-        "error", "stream", "one epoch delivered {delivered} of the {held} items the stream holds: {lost} never "
-        "reach training ({why}).", "Keep drop_last=False and shard the stream in blocks of batch_size items "
-        "(worker k takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial.",
+        "error", "stream", "one epoch delivered {delivered} of the {held} items the stream holds: {lost} "
+        "never reach training ({why}).",
+        "Keep drop_last=False and shard the stream in blocks of batch_size items (worker k takes blocks k, k "
+        "+ num_workers, ...): only the epoch's last batch is then partial.",
         "11", "## 4. Each worker ends with its own partial batch"),
     "iterable.partial_batches": Spec(
-        "warning", "stream", "one epoch gave {count} partial batches (sizes {sizes}) instead of at most 1: each of "
-        "the {workers} workers batches its own items and ends with its own remainder.",
+        "warning", "stream", "one epoch gave {count} partial batches (sizes {sizes}) instead of at most 1: "
+        "each of the {workers} workers batches its own items and ends with its own remainder.",
         "Shard the stream in blocks of batch_size items (worker k takes blocks k, k + num_workers, ...); "
         "drop_last=True is no fix: it would lose {would_lose} items every epoch.",
         "11", "## 4. Each worker ends with its own partial batch"),
     "random.duplicate_across_workers": Spec(
-        "error", "random", "the samples are random ({random}/{indices} differ when fetched twice in one process) "
-        "but the same index fetched in 2 workers drew the same random value(s) ({values} per sample) in "
-        "{pairs}/{pairs} pairs: every worker draws from a copy of the same generator.",
-        "Give each worker its own generator seeded from get_worker_info().seed: a worker_init_fn doing info = "
-        "get_worker_info(); info.dataset.rng = np.random.default_rng(info.seed), or a Dataset that keeps the "
-        "seed and builds its generator in the worker.",
+        "error", "random", "the samples are random ({random}/{indices} differ when fetched twice in one "
+        "process) but the same index fetched in 2 workers drew the same random value(s) ({values} per "
+        "sample) in {pairs}/{pairs} pairs: every worker draws from a copy of the same generator.",
+        "Give each worker its own generator seeded from get_worker_info().seed: a worker_init_fn doing info "
+        "= get_worker_info(); info.dataset.rng = np.random.default_rng(info.seed), or a Dataset that keeps "
+        "the seed and builds its generator in the worker.",
         "07", "## 4. Fixes: reseed in `worker_init_fn`, or build the generator in the worker"),
     "random.repeats_across_epochs": Spec(
         "warning", "random", "epoch 2 drew the same random value(s) as epoch 1 ({values} per sample) in "
         "{compared}/{compared} fetches: each epoch's workers start from the same generator state.",
         "Seed from get_worker_info().seed (new every epoch), not from a fixed number or worker_id.",
-        "07", '## 7. "Reset the generator every epoch" repeats every epoch'),
+        "07", "## 7. \"Reset the generator every epoch\" repeats every epoch"),
     "persistent.stale_state": Spec(
-        "error", "persistent", "after the epoch change this process's dataset has new {stale} but the persistent "
-        "workers still read the old value(s) in {rows}/{rows} fetches.",
-        "Send per-epoch values with the index (a sampler yielding (index, epoch)) or keep them in a shared-memory "
-        "tensor; or drop persistent_workers.", "08", "## 4. Persistent workers and stale dataset state"),
+        "error", "persistent", "after the epoch change this process's dataset has new {stale} but the "
+        "persistent workers still read the old value(s) in {rows}/{rows} fetches.",
+        "Send per-epoch values with the index (a sampler yielding (index, epoch)) or keep them in a "
+        "shared-memory tensor; or drop persistent_workers.",
+        "08", "## 4. Persistent workers and stale dataset state"),
     "distributed.no_set_epoch": Spec(
         "warning", "samplers", "two epochs of the DistributedSampler gave the same {indices} indices in the "
         "same order: without set_epoch every epoch repeats the first shuffle.",
         "Call loader.sampler.set_epoch(epoch) at the start of every epoch.",
         "10", "## 2. The same order every epoch — unless you call `set_epoch`"),
     "distributed.padding": Spec(
-        "warning", "samplers", "{samples} samples on {replicas} ranks: the DistributedSampler pads the shards "
-        "with {repeats} repeated sample(s) so that each rank gets {per_rank}; an evaluation counts them twice.",
+        "warning", "samplers", "{samples} samples on {replicas} ranks: the DistributedSampler pads the "
+        "shards with {repeats} repeated sample(s) so that each rank gets {per_rank}; an evaluation counts "
+        "them twice.",
         "For evaluation shard without padding (indices[rank::num_replicas]) or count each sample once; for "
         "training the repeats are harmless.", "10", "## 4. Padding skews an evaluation metric"),
     "distributed.drops": Spec(
@@ -112,11 +118,13 @@ FINDINGS: dict[str, Spec] = {
         "(indices[rank::num_replicas]).", "10", "## 3. When the dataset does not divide by the world size"),
     "sampler.weighted_mix": Spec(
         "warning", "samplers", "the WeightedRandomSampler's weights give an expected class mix of {mix} per "
-        "epoch (the labels alone: {plain}).", "To balance the classes weight each sample by 1 / (count of its "
-        "class); to keep the mix, ignore this note.", "09", "## 3. Weights that do balance: inverse class frequency"),
+        "epoch (the labels alone: {plain}).",
+        "To balance the classes weight each sample by 1 / (count of its class); to keep the mix, ignore this "
+        "note.", "09", "## 3. Weights that do balance: inverse class frequency"),
     "memory.python_container": Spec(
-        "warning", "containers", "{name} is a Python container of {items:,} objects (~{mb:.0f} MB): with fork each "
-        "worker's reads write their reference counts and copy the pages; with spawn each worker unpickles a copy.",
+        "warning", "containers", "{name} is a Python container of {items:,} objects (~{mb:.0f} MB): with "
+        "fork each worker's reads write their reference counts and copy the pages; with spawn each worker "
+        "unpickles a copy.",
         "Store it as one NumPy array or tensor (strings: one byte buffer plus offsets).",
         "06", "## 6. Fixes that keep the table shared"),
     "memory.worker_growth": Spec(
@@ -125,22 +133,24 @@ FINDINGS: dict[str, Spec] = {
         "Look for Python lists/dicts read by __getitem__ (copy-on-write) or caches filled in workers.",
         "06", "## 2. Measure it: USS per worker, PSS in total"),
     "speed.more_workers": Spec(
-        "warning", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with your "
-        "num_workers={workers} ({speedup}x, medians of {repeats} stretches, every stretch faster), once started.",
+        "warning", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with "
+        "your num_workers={workers} ({speedup}x, medians of {repeats} stretches, every stretch faster), once "
+        "started.",
         "Try num_workers={best} (and measure again with your training step).",
         "03", "## 2. How many workers? Two kinds of slow `__getitem__`"),
     "speed.workers_slower": Spec(
-        "info", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with your "
-        "num_workers={workers} ({speedup}x, every stretch faster): each batch costs less to make than to send "
-        "between processes.", "For data already in memory use num_workers=0 and fetch whole batches (__getitems__).",
+        "info", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with "
+        "your num_workers={workers} ({speedup}x, every stretch faster): each batch costs less to make than "
+        "to send between processes.",
+        "For data already in memory use num_workers=0 and fetch whole batches (__getitems__).",
         "04", "## 4. Counter-case: in-memory data plus workers is slower"),
     "speed.workers_over_cores": Spec(
-        "info", "speed", "num_workers={workers} on {cores} usable CPU cores: torch warns about it; extra workers "
-        "help only while samples wait (on disk, network), not while they compute.",
+        "info", "speed", "num_workers={workers} on {cores} usable CPU cores: torch warns about it; extra "
+        "workers help only while samples wait (on disk, network), not while they compute.",
         "Keep it if the sweep shows a gain; otherwise use at most one worker per core.",
         "03", "## 3. torch's own warning, and what extra workers cost"),
 }
-PROBES = ("pickling", "collate", "stream", "batches", "random", "persistent", "samplers", "containers", "speed")
+PROBES = tuple("pickling collate stream batches random persistent samplers containers speed".split())
 
 
 def anchor(heading: str) -> str:
@@ -189,7 +199,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the finding as JSON-ready values (see ``report.JSON_SHAPE``)."""
-        return {k: getattr(self, k) for k in ("code", "severity", "probe", "message", "figures", "fix", "link")}
+        return {k: getattr(self, k) for k in "code severity probe message figures fix link".split()}
 
     def __str__(self) -> str:
         return f"[{self.severity}] {self.code}: {self.message}\n    fix: {self.fix}\n    see: {self.link}"
@@ -198,5 +208,5 @@ class Finding:
 def finding(code: str, severity: str | None = None, **figures: Any) -> Finding:
     """Return the finding ``code`` with the registry's message and fix filled with ``figures``."""
     spec = FINDINGS[code]
-    return Finding(severity or spec.severity, code, spec.message.format(**figures), spec.fix.format(**figures),
-                   figures)
+    return Finding(severity or spec.severity, code, spec.message.format(**figures),
+                   spec.fix.format(**figures), figures)
