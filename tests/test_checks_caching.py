@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from loaderlab.checks import caching
 from loaderlab.checks.caching import check_cached_loader
 from loaderlab.data import make_image_folder
 
@@ -121,3 +123,15 @@ def test_stub_and_a_wrong_starting_loader(slow_loader, capsys):
     assert _line(capsys) == "⏳ not attempted yet"
     assert check_cached_loader(lazy_dict, slow_loader.dataset) is False
     assert "needs the lab's starting loader" in _line(capsys)
+
+
+class Hangs(LazyDict):
+    def __getitem__(self, index):
+        time.sleep(3600)  # a read that never returns, in this process
+
+
+def test_a_read_that_never_returns_is_answered_not_awaited(slow_loader, capsys, monkeypatch):
+    monkeypatch.setattr(caching, "BOUND_S", 3.0)  # the starting loader's two epochs take a fraction of it
+    hangs = lambda loader: _like(loader, Hangs(loader.dataset))  # noqa: E731
+    assert check_cached_loader(hangs, slow_loader) is False
+    assert _line(capsys).startswith("❌ the check took over 3 s: does every __getitem__ return?")

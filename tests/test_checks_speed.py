@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from loaderlab.checks import speed
 from loaderlab.checks.speed import check_fast_loader, reference_batches
 from loaderlab.loaders import same_batches
 
@@ -161,3 +163,15 @@ def test_a_wrong_starting_loader_gets_one_sentence(starting, phrase, capsys):
     assert check_fast_loader(threads, starting) is False
     line = _line(capsys)
     assert line.startswith("❌") and phrase in line and "Traceback" not in line, line
+
+
+class Hangs(ThreadedFetch):
+    def __getitems__(self, indices):
+        time.sleep(3600)  # a fetch that never returns, in this process
+
+
+def test_a_fetch_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
+    monkeypatch.setattr(speed, "BOUND_S", 1.0)
+    hangs = lambda loader: _same_as(loader, dataset=Hangs(loader.dataset))  # noqa: E731
+    assert check_fast_loader(hangs, slow_loader()) is False
+    assert _line(capsys).startswith("❌ the check took over 1 s: does every __getitem__ return?")

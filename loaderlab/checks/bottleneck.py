@@ -52,7 +52,7 @@ def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataL
     """Return a confirmation if ``fix(slow_loader)`` yields the same batches and waits for data
     under AFTER_MAX of the time (the starting loader: over BEFORE_MIN); raise Wrong otherwise."""
     starting_loader(slow_loader, "check_bottleneck(fix, slow_loader)")
-    overran = f"the check did not finish within {BOUND_S:g} s: does every __getitem__ return? {HINT}"
+    overran = f"the check took over {BOUND_S:g} s: does every __getitem__ return? {HINT}"
     with warnings.catch_warnings(), bounded(BOUND_S, overran):  # torch warns above the CPU count
         warnings.filterwarnings("ignore", message="This DataLoader will create")
         loader = as_loader(fix(slow_loader), "fix", HINT)

@@ -11,7 +11,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import Wrong, as_loader, checker, first_diff, starting_loader
+from loaderlab.checks.report import Wrong, as_loader, bounded, checker, first_diff, starting_loader
 from loaderlab.loaders import batch_size_of, stop_workers
 from loaderlab.measure import throughput, timed_pass
 
@@ -21,6 +21,7 @@ MIN_SPEEDUP = 4.0
 # A pass is stopped after this many times the time of a pass exactly MIN_SPEEDUP faster: it
 # cannot pass (a 1-worker loader would take 13 s over the lab's 324 samples).
 PASS_LIMIT_FACTOR = 1.5
+BOUND_S = 120.0  # the whole check (seconds normally), for a read in this process that never returns
 
 
 def reference_batches(loader: DataLoader) -> list[Any]:
@@ -54,7 +55,8 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
     starting_loader(slow_loader, "check_fast_loader(tune, slow_loader)")
     expected = reference_batches(slow_loader)
     base = max(throughput(slow_loader, max_batches=3).samples_per_s for _ in range(2))
-    with warnings.catch_warnings():  # torch warns above the CPU count; these workers sleep
+    overran = f"the check took over {BOUND_S:g} s: does every __getitem__ return? {HINT}"
+    with warnings.catch_warnings(), bounded(BOUND_S, overran):  # torch warns above the CPU count
         warnings.filterwarnings("ignore", message="This DataLoader will create")
         tuned = as_loader(tune(slow_loader), "tune(loader)", HINT)
         limit_s = PASS_LIMIT_FACTOR * len(slow_loader.dataset) / (MIN_SPEEDUP * base)
@@ -70,9 +72,8 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
                 passes.append((run.samples / run.seconds, run.seconds, run.first_batch_s))
                 if not run.finished:
                     break  # too slow already, and a new pass would start workers again
-        finally:  # persistent workers stay in tuned._iterator: the checker owns them, stop them
+        finally:  # persistent workers stay in tuned._iterator: the checker owns them, stops them
             stop_workers(getattr(tuned, "_iterator", None))
-            tuned._iterator = None
     rate, seconds, first_batch_s = max(passes)
     speedup = rate / base
     if speedup < MIN_SPEEDUP and first_batch_s > 0.5 * seconds:
