@@ -32,11 +32,12 @@ def _loader(make_dataset: Callable[[int], Dataset], num_workers: int, method: st
                               generator=torch.Generator().manual_seed(7), **workers)
 
 
-def _resumed(make_dataset: Callable[[int], Dataset], num_workers: int, method: str | None) -> list[Any]:
-    """Return the epoch interrupted after K batches and finished by a fresh loader and dataset."""
-    loader = _loader(make_dataset, num_workers, method)
+def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
+    """Raise Wrong unless an epoch interrupted after K batches, then finished by a fresh loader over a
+    fresh dataset, equals an uninterrupted one; return the latter."""
+    reference, loader = epoch(_loader(make_dataset, workers, method)), _loader(make_dataset, workers, method)
     try:
-        batches, checkpoint = epoch(loader, K, stop=False), io.BytesIO()  # its state is saved first
+        resumed, checkpoint = epoch(loader, K, stop=False), io.BytesIO()  # its state is saved first
         try:
             torch.save({"loader": loader.state_dict()}, checkpoint)
             checkpoint.seek(0)
@@ -50,15 +51,9 @@ def _resumed(make_dataset: Callable[[int], Dataset], num_workers: int, method: s
                         f"{HINT}") from None
     finally:
         stop_workers(loader._iterator)  # the interrupted job ends: its workers stop
-    resumed = _loader(make_dataset, num_workers, method)
-    resumed.load_state_dict(state)
-    return batches + epoch(resumed)
-
-
-def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
-    """Raise Wrong unless the resumed epoch equals the uninterrupted one; return the latter."""
-    reference = epoch(_loader(make_dataset, workers, method))
-    resumed = _resumed(make_dataset, workers, method)
+    loader = _loader(make_dataset, workers, method)
+    loader.load_state_dict(state)
+    resumed += epoch(loader)
     if len(resumed) != len(reference):
         raise Wrong(f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
                     f"uninterrupted one {len(reference)}. {HINT}")

@@ -34,15 +34,14 @@ def _as_weights(result: Any, n: int) -> list[float]:
     try:
         tensor = torch.as_tensor(result, dtype=torch.double)
     except (TypeError, ValueError, RuntimeError):
-        raise Wrong(f"class_balanced_weights returned {type(result).__name__}, not a list of numbers: "
-                    f"return one float per sample. {HINT}") from None
-    if tensor.dim() != 1:
-        raise Wrong(f"class_balanced_weights returned an array of shape {tuple(tensor.shape)}: return a "
-                    f"flat list with one weight per sample. {HINT}")
-    if len(tensor) != n:
-        raise Wrong(f"class_balanced_weights returned {len(tensor)} weights for {n} labels: "
-                    f"WeightedRandomSampler needs one weight per sample, not one per class. {HINT}")
-    return tensor.tolist()
+        tensor = None
+    if tensor is not None and tensor.dim() == 1 and len(tensor) == n:
+        return tensor.tolist()
+    why = (f"{type(result).__name__}, not a list of numbers: return one float per sample" if tensor is None
+           else f"an array of shape {tuple(tensor.shape)}: return a flat list with one weight per sample"
+           if tensor.dim() != 1 else f"{len(tensor)} weights for {n} labels: WeightedRandomSampler needs "
+           f"one weight per sample, not one per class")
+    raise Wrong(f"class_balanced_weights returned {why}. {HINT}")
 
 
 def _diagnose(weights: list[float], labels: list[int]) -> None:
