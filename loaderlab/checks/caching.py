@@ -4,8 +4,6 @@ epochs (best of up to 3) at least 3x as fast as the starting loader's (best of 2
 
 from __future__ import annotations
 
-import itertools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,18 +12,13 @@ from torch.utils.data import DataLoader
 
 from loaderlab.checks.report import Wrong, as_loader, bounded, checker, first_diff, starting_loader
 from loaderlab.loaders import batch_size_of, stop_workers
+from loaderlab.measure import timed_pass
 
 HINT = ("Hint: notebook 04, section 2 'Caching decoded tensors in memory' (and section 3, "
         "`__getitems__`).")
 MIN_SPEEDUP = 3.0
 TIMEOUT_S = 60.0  # per batch, for a loader with workers: a stuck worker cannot hang the checker
 BOUND_S = 120.0  # the whole check (seconds normally), for a read in this process that never returns
-
-
-def _timed_epoch(loader: DataLoader, limit: int | None = None) -> tuple[list[Any], float]:
-    start = time.perf_counter()
-    batches = list(itertools.islice(loader, limit))  # persistent workers are stopped at the end
-    return batches, time.perf_counter() - start
 
 
 def _describe(batch: Any) -> str:
@@ -66,15 +59,16 @@ def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: D
     torch.set_num_threads(1)
     try:
         with bounded(BOUND_S, f"the check took over {BOUND_S:g} s: does every __getitem__ return? {HINT}"):
-            expected, first_s = _timed_epoch(slow_loader)
-            base_s = min(first_s, _timed_epoch(slow_loader)[1])
+            first = timed_pass(slow_loader, keep=True)
+            expected, base_s = first.values, min(first.seconds, timed_pass(slow_loader).seconds)
             tuned = as_loader(tune(slow_loader), "tune(loader)", HINT)
             if tuned.num_workers:
                 tuned.timeout = TIMEOUT_S
-            _compare(_timed_epoch(tuned, len(expected) + 1)[0], expected, slow_loader.batch_size)
+            # at most one batch more than expected: a stream that never ends cannot hang the check
+            _compare(timed_pass(tuned, len(expected) + 1, keep=True).values, expected, slow_loader.batch_size)
             times: list[float] = []
             while len(times) < 3 and sum(times) < 10 * base_s:  # best of 3, unless hopeless
-                times.append(_timed_epoch(tuned, len(expected) + 1)[1])
+                times.append(timed_pass(tuned, len(expected) + 1).seconds)
                 if base_s / min(times) >= MIN_SPEEDUP:
                     break
     finally:  # persistent workers stay in tuned._iterator: the checker owns them, stops them
