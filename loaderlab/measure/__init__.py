@@ -1,10 +1,9 @@
 """Instruments: they measure loaders a notebook, a checker or the doctor built.
 
 ``passes``: the one pass timer (``timed_batches`` / ``timed_pass`` fill a ``Pass``), ``throughput``,
-``Tracer`` and ``Timeline``, ``trace_timeline``, ``overlap_fraction``, ``batches_in_flight``,
-``host_to_device_seconds``. ``memory``: ``live_workers``, ``wait_for_workers_to_exit``,
-``OthersCpu``, ``WorkerMemorySampler`` (``MemoryGate``, ``MemoryRecord``), ``SharedMemoryWatcher``,
-``shared_memory_used_mb``. Everything is importable from ``loaderlab.measure``.
+``Tracer`` and ``Timeline``, ``trace_timeline``, ``overlap_fraction``. ``memory``: ``live_workers``,
+``wait_for_workers_to_exit``, ``OthersCpu``, ``WorkerMemorySampler`` (``MemoryGate``,
+``MemoryRecord``), ``SharedMemoryWatcher``, ``shared_memory_used_mb``. Everything is importable from ``loaderlab.measure``.
 """
 
 from loaderlab.measure.memory import (
@@ -24,8 +23,6 @@ from loaderlab.measure.passes import (
     TracedBatch,
     TracedCollate,
     Tracer,
-    batches_in_flight,
-    host_to_device_seconds,
     overlap_fraction,
     throughput,
     timed_batches,
@@ -37,7 +34,6 @@ from loaderlab.measure.passes import (
 __all__ = [
     "BackgroundSampler", "MemoryGate", "MemoryRecord", "OthersCpu", "SharedMemoryWatcher",
     "WorkerMemorySampler", "live_workers", "shared_memory_used_mb", "wait_for_workers_to_exit",
-    "Pass", "Timeline", "TracedBatch", "TracedCollate", "Tracer", "batches_in_flight",
-    "host_to_device_seconds", "overlap_fraction", "throughput", "timed_batches", "timed_pass",
+    "Pass", "Timeline", "TracedBatch", "TracedCollate", "Tracer", "overlap_fraction", "throughput", "timed_batches", "timed_pass",
     "trace_timeline", "traceback_tail",
 ]

@@ -1,7 +1,6 @@
 """The pass timer and what is built on it: ``timed_batches`` / ``timed_pass`` fill a ``Pass``
 (used by ``throughput``, ``Tracer``, ``WorkerMemorySampler.watch``, the checkers and the doctor);
-``Tracer`` and its ``Timeline`` (notebooks 00, 01, 03, 04, 16); ``overlap_fraction`` (01);
-``batches_in_flight`` and ``host_to_device_seconds`` (03)."""
+``Tracer`` and its ``Timeline`` (notebooks 00, 01, 03, 04, 16); ``overlap_fraction`` (01)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import torch
 from torch.utils.data import DataLoader, default_collate, get_worker_info
 
 from loaderlab._validate import require_loader, require_positive, require_seconds
@@ -439,49 +437,3 @@ def overlap_fraction(timeline: Timeline) -> float:
         loading += end - start
         overlapped += sum(max(0.0, min(end, b) - max(start, a)) for a, b in steps)
     return overlapped / loading if loading > 0 else 0.0
-
-
-def batches_in_flight(loader: DataLoader) -> int:
-    """Return how many batches a fresh iterator over ``loader`` requests from its workers
-    before the first ``next()`` (``num_workers * prefetch_factor``, capped by the batch count);
-    0 without workers, which load only when asked."""
-    require_loader(loader)
-    if loader.num_workers == 0:
-        return 0
-    iterator = iter(loader)
-    try:
-        return int(iterator._tasks_outstanding)  # private counter of _MultiProcessingDataLoaderIter
-    finally:
-        stop_workers(iterator)
-        if loader._iterator is iterator:  # persistent workers: the loader kept them
-            loader._iterator = None
-
-
-def host_to_device_seconds(
-    batch: torch.Tensor, device: str | torch.device, pinned: bool, repeats: int = 20
-) -> float:
-    """Return the median seconds to copy ``batch`` from host to ``device`` (synchronised),
-    from pageable memory or (``pinned=True``) from a pinned copy with ``non_blocking=True``.
-
-    Needs an accelerator: raises RuntimeError when none is available.
-    """
-    if not isinstance(batch, torch.Tensor):
-        raise TypeError(f"batch must be a tensor, got {type(batch).__name__}")
-    if batch.device.type != "cpu":
-        raise ValueError(f"batch must live on the CPU, got device {batch.device}")
-    require_positive(repeats, "repeats")
-    device = torch.device(device)
-    if device.type == "cpu":
-        raise ValueError("device must be an accelerator (e.g. 'cuda'), got 'cpu'")
-    if not torch.accelerator.is_available():
-        raise RuntimeError("no accelerator available: host-to-device copies cannot be timed")
-    source = batch.pin_memory() if pinned else batch
-    times = []
-    for _ in range(repeats + 1):  # the first copy warms up the allocator
-        torch.accelerator.synchronize()
-        t0 = time.perf_counter()
-        source.to(device, non_blocking=pinned)
-        torch.accelerator.synchronize()
-        times.append(time.perf_counter() - t0)
-    times = sorted(times[1:])
-    return times[len(times) // 2]
