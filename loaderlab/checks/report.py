@@ -16,7 +16,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 
 from loaderlab._validate import require_positive
-from loaderlab.loaders import same_batch, stop_workers
+from loaderlab.loaders import batch_size_of, same_batch, stop_workers
 
 PASS, FAIL, PENDING = "✅", "❌", "⏳"
 
@@ -148,6 +148,19 @@ def first_diff(batches: list[Any], expected: list[Any]) -> int | None:
     """Return the index of the first batch that differs from ``expected``'s (pairs compared), or None."""
     pairs = zip(batches, expected, strict=False)
     return next((k for k, (a, b) in enumerate(pairs) if not same_batch(a, b)), None)
+
+
+def require_same(batches: list[Any], expected: list[Any], count: str, differ: Callable[[int], str],
+                 sizes: bool = False, prefix: bool = False) -> None:
+    """Raise Wrong(``count``) when ``batches`` and ``expected`` differ in number (``sizes``: in each
+    batch's size; ``prefix``: ``batches`` may end early, a bounded epoch), else Wrong(``differ(k)``)
+    for the first batch k that holds other values."""
+    got, want = ([batch_size_of(b) for b in x] if sizes else len(x) for x in (batches, expected))
+    if got != (want[: len(got)] if prefix else want):
+        raise Wrong(count)
+    k = first_diff(batches, expected)
+    if k is not None:
+        raise Wrong(differ(k))
 
 
 class _Overran(BaseException):  # not an Exception: the answer's own ``except Exception`` lets it pass

@@ -14,7 +14,15 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from loaderlab.checks.loops import worker_start_method
-from loaderlab.checks.report import Wrong, bounded, checker, epoch, first_diff, one_line
+from loaderlab.checks.report import (
+    Wrong,
+    bounded,
+    checker,
+    epoch,
+    first_diff,
+    one_line,
+    require_same,
+)
 from loaderlab.loaders import same_batch, stop_workers
 
 HINT = "Hint: notebook 13, sections 2 and 4"
@@ -54,15 +62,13 @@ def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str |
     loader = _loader(make_dataset, workers, method)
     loader.load_state_dict(state)
     resumed += epoch(loader)
-    if len(resumed) != len(reference):
-        raise Wrong(f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
-                    f"uninterrupted one {len(reference)}. {HINT}")
-    k = first_diff(resumed, reference)
-    if k is not None:
-        raise Wrong(f"with num_workers={workers}, batch {k} (the first {K} came before the interrupt) "
-                    f"differs from the uninterrupted run: after the resume each new "
-                    f"{'worker' if workers else 'dataset'} must continue its generator where "
-                    f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
+    require_same(resumed, reference,
+                 count=f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
+                       f"uninterrupted one {len(reference)}. {HINT}",
+                 differ=lambda k: f"with num_workers={workers}, batch {k} (the first {K} came before the "
+                                  f"interrupt) differs from the uninterrupted run: after the resume each new "
+                                  f"{'worker' if workers else 'dataset'} must continue its generator where "
+                                  f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
     return reference
 
 

@@ -12,7 +12,15 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import Wrong, as_loader, bounded, checker, epoch, first_diff, one_line
+from loaderlab.checks.report import (
+    Wrong,
+    as_loader,
+    bounded,
+    checker,
+    epoch,
+    one_line,
+    require_same,
+)
 from loaderlab.loaders import rebuild
 
 HINT = "Hint: notebook 12, section 3 'What must be picklable'."
@@ -84,15 +92,13 @@ def check_spawn_safe(make_loader: Callable[[], DataLoader]) -> str:
         raise Wrong(f"a spawned worker died or stalled ({one_line(exc)}): run the loader once "
                     f"with multiprocessing_context='spawn' to read the worker's own error. "
                     f"{HINT}") from None
-    if len(batches) != len(expected):
-        raise Wrong(f"with spawned workers the loader yields {len(batches)} batches, with "
-                    f"num_workers=0 {len(expected)}. {HINT}")
-    k = first_diff(batches, expected)
-    if k is not None:
-        raise Wrong(f"batch {k} from spawned workers differs from batch {k} with "
-                    f"num_workers=0: a spawned worker imports your modules afresh, so "
-                    f"state set after the import (a module variable changed in the "
-                    f"notebook, an unseeded random draw, a shuffle without a seeded "
-                    f"generator) is not the same there; keep it in the Dataset. {HINT}")
+    require_same(batches, expected,
+                 count=f"with spawned workers the loader yields {len(batches)} batches, with "
+                       f"num_workers=0 {len(expected)}. {HINT}",
+                 differ=lambda k: f"batch {k} from spawned workers differs from batch {k} with "
+                                  f"num_workers=0: a spawned worker imports your modules afresh, so "
+                                  f"state set after the import (a module variable changed in the "
+                                  f"notebook, an unseeded random draw, a shuffle without a seeded "
+                                  f"generator) is not the same there; keep it in the Dataset. {HINT}")
     return (f"{len(batches)} batches from {workers} spawned worker(s), the same as with "
             f"num_workers=0: everything a worker receives pickles by an importable name")

@@ -11,7 +11,14 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import Wrong, as_loader, bounded, checker, first_diff, starting_loader
+from loaderlab.checks.report import (
+    Wrong,
+    as_loader,
+    bounded,
+    checker,
+    require_same,
+    starting_loader,
+)
 from loaderlab.loaders import batch_size_of, stop_workers
 from loaderlab.measure import throughput, timed_pass
 
@@ -38,14 +45,12 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, b
     if complete and sizes == wanted[:-1]:
         raise Wrong(f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
                     f"drop_last=False so the batches stay the same. {HINT}")
-    if sizes != (wanted if complete else wanted[: len(sizes)]):
-        raise Wrong(f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
-                    f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
-                    f"batch changes every batch). {HINT}")
-    k = first_diff(batches, expected)
-    if k is not None:
-        raise Wrong(f"batch {k} holds other samples than the starting loader's batch {k}: keep "
-                    f"its sampler (shuffle=True draws a new order). {HINT}")
+    require_same(batches, expected, sizes=True, prefix=not complete,
+                 count=f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
+                       f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
+                       f"batch changes every batch). {HINT}",
+                 differ=lambda k: f"batch {k} holds other samples than the starting loader's batch {k}: keep "
+                                  f"its sampler (shuffle=True draws a new order). {HINT}")
 
 
 @checker
