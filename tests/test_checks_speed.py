@@ -26,10 +26,10 @@ from lesson03 import LatencyDataset  # noqa: E402  (written by notebook 03)
 N_SAMPLES, BATCH_SIZE, LATENCY_S = 84, 8, 0.04
 
 
-def slow_loader(latency_s=LATENCY_S):
+def slow_loader(latency_s=LATENCY_S, n=N_SAMPLES):
     """The lab's starting loader, shorter: 84 reads of 40 ms, batches of 8 in a fixed shuffled order."""
-    order = torch.randperm(N_SAMPLES, generator=torch.Generator().manual_seed(0)).tolist()
-    return DataLoader(LatencyDataset(n=N_SAMPLES, latency_s=latency_s), batch_size=BATCH_SIZE, sampler=order)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(0)).tolist()
+    return DataLoader(LatencyDataset(n=n, latency_s=latency_s), batch_size=BATCH_SIZE, sampler=order)
 
 
 needs_fork = pytest.mark.skipif(
@@ -108,9 +108,13 @@ def _line(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("candidate", [threads, pytest.param(many_persistent_workers, marks=needs_fork)])
-def test_fast_loaders_with_the_same_batches_pass(candidate, capsys, no_leaked_workers):
-    assert check_fast_loader(candidate, slow_loader()) is True
+# Forked workers start within the timed pass: over the lab's own 324 samples, as a learner runs
+# it. Over 84 the pass has a quarter of the time left for 12 workers to fork, and on a loaded
+# CI machine their start (1.1 s of a 1.4 s pass) once cost the 4x.
+@pytest.mark.parametrize(("candidate", "n"), [(threads, N_SAMPLES),
+                                              pytest.param(many_persistent_workers, 324, marks=needs_fork)])
+def test_fast_loaders_with_the_same_batches_pass(candidate, n, capsys, no_leaked_workers):
+    assert check_fast_loader(candidate, slow_loader(n=n)) is True
     assert _line(capsys) == "✅ same batches, at least 4x the starting throughput"
 
 
