@@ -1,4 +1,5 @@
-"""The course map's and the headers' run times come from one measured file, docs/runtimes.json."""
+"""The course map's, the headers' and the instructor guide's run times come from one measured
+file, docs/runtimes.json."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def test_header_and_course_map_give_the_measured_run_time(path):
         f"{rel}'s 'Runs in' line disagrees with docs/runtimes.json ({measured} s)")
     if path.parent.name == "notebooks":
         assert runtimes.readme_times()[path.name[:2]] == runtimes.short(measured)
+        assert runtimes.instructor_times()[path.name[:2]] == runtimes.short(measured), (
+            f"docs/instructor.md's 'run, fork' for {path.name[:2]} disagrees with docs/runtimes.json")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[f"{p.parent.name}/{p.name}" for p in NOTEBOOKS])

@@ -5,8 +5,8 @@ measured execution time (kernel start included, fork, the machine otherwise idle
 `docs/runtimes.json`, then rewrites the "**Runs in:** about N s on 2 CPU cores" phrase of the
 notebook's first cell (a lab's "the solved lab runs in about N s on 2 CPU cores": the whole
 solution notebook, checker included) and the "runs in"
-column of README's course map from it.
-`tests/test_runtimes.py` checks that both still agree with the file.
+column of README's course map and the "run, fork" column of `docs/instructor.md`'s table from it.
+`tests/test_runtimes.py` checks that all three still agree with the file.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ROOT / "docs" / "runtimes.json"
 README = ROOT / "README.md"
+INSTRUCTOR = ROOT / "docs" / "instructor.md"
 HEADER = re.compile(r"(\*\*Runs in:\*\* |the solved lab runs in )([^\n]*?)( on 2 (?:idle )?CPU cores)")
 README_ROW = re.compile(r"^(\| (\d\d) \| \[[^\]]+\]\(notebooks/[^)]+\) \|.*\| )([^|]*)( \| [^|]* \|)$", re.M)
+# docs/instructor.md's run-time table: | 03 | [name](../notebooks/03_x.ipynb) | run, fork | run, spawn | ...
+INSTRUCTOR_ROW = re.compile(r"^(\| (\d\d) \| \[[^\]]+\]\(\.\./notebooks/[^)]+\) \| )([^|]*?)( \|)", re.M)
 
 
 def rounded(seconds: float) -> int:
@@ -58,9 +61,10 @@ def record(path: Path, seconds: float) -> None:
         nbformat.write(nb, path)
     if rel.startswith("notebooks/"):
         number = path.name[:2]
-        text = README.read_text()
-        README.write_text(README_ROW.sub(
-            lambda m: m.group(1) + short(seconds) + m.group(4) if m.group(2) == number else m.group(0), text))
+        for doc, row in ((README, README_ROW), (INSTRUCTOR, INSTRUCTOR_ROW)):
+            doc.write_text(row.sub(
+                lambda m: m.group(1) + short(seconds) + m.group(4) if m.group(2) == number else m.group(0),
+                doc.read_text()))
 
 
 def header_phrase(path: Path) -> str | None:
@@ -72,3 +76,8 @@ def header_phrase(path: Path) -> str | None:
 def readme_times() -> dict[str, str]:
     """The course map's 'runs in' column by notebook number ('03' -> '~30 s')."""
     return {m.group(2): m.group(3) for m in README_ROW.finditer(README.read_text())}
+
+
+def instructor_times() -> dict[str, str]:
+    """The instructor guide's 'run, fork' column by notebook number ('03' -> '~30 s')."""
+    return {m.group(2): m.group(3) for m in INSTRUCTOR_ROW.finditer(INSTRUCTOR.read_text())}
