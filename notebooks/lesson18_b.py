@@ -103,10 +103,15 @@ def measured(result: dict) -> dict:
             "first_batch_s": records[0]["received"], "wait_share": wait / (wait + step) if wait + step else 0.0}
 
 
+def sample_ms(s: Settings) -> float:
+    """What one sample costs one process on average (ms): its read, its decode, its share of slow reads."""
+    return s.io_ms + s.slow_rate * SLOW_MS + s.cpu_ms
+
+
 def predict(s: Settings, free_cores: float) -> dict:
     """Samples/s a simple model expects, each limit's samples/s, the one that binds, and the share of
     the loop it expects to wait: min(workers / time per sample, free cores / CPU per sample, batch / step)."""
-    per_sample_ms = s.io_ms + s.slow_rate * SLOW_MS + s.cpu_ms  # one process, on average
+    per_sample_ms = sample_ms(s)
     step_rate = 1000 * s.batch_size / s.step_ms if s.step_ms else math.inf
     if s.num_workers == 0:  # the main process reads a batch, then steps: the times add up
         rate = 1000 / (per_sample_ms + s.step_ms / s.batch_size) if per_sample_ms or s.step_ms else math.inf

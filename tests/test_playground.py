@@ -53,6 +53,8 @@ def test_predict_names_the_binding_limit():
     nothing = module.predict(replace(module.PRESETS["in-memory tensors"], step_ms=0.0), free_cores=2.0)
     assert math.isinf(nothing["samples_per_s"]) and nothing["wait_share"] == 0.0
     assert module.ideal(module.PRESETS["CPU-bound decode"], free_cores=2.0) == pytest.approx(500)
+    # a sample of the spiky preset: 2 ms read + 0.5 ms decode + 5 % of 250 ms slow reads
+    assert module.sample_ms(module.PRESETS["spiky reads"]) == pytest.approx(15.0)
 
 
 @pytest.mark.parametrize("persistent", [True, False])
