@@ -12,14 +12,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import (
-    Wrong,
-    as_loader,
-    bounded,
-    checker,
-    require_same,
-    starting_loader,
-)
+from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare, starting_loader
 from loaderlab.checks.speed import reference_batches
 from loaderlab.env import can_fork
 from loaderlab.loaders import batch_size_of, rebuild
@@ -76,11 +69,11 @@ def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataL
                              multiprocessing_context="fork" if fork else loader.multiprocessing_context)
         batches, after = _timed(loader)
         biggest = max((batch_size_of(b) for b in batches), default=0)
-        require_same(batches, expected, sizes=True, prefix=True,
-                     count=f"your loader yields batches of {biggest} samples, the starting one of "
-                           f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the wait). {HINT}",
-                     differ=lambda k: f"batch {k} differs from the starting loader's batch {k}: the fix must "
-                                      f"keep every sample and the order (no shuffle), only make it faster. {HINT}")
+        compare(batches, expected, sizes=True, prefix=True,
+                count=f"your loader yields batches of {biggest} samples, the starting one of "
+                      f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the wait). {HINT}",
+                differ=lambda k: f"batch {k} differs from the starting loader's batch {k}: the fix must "
+                                 f"keep every sample and the order (no shuffle), only make it faster. {HINT}")
         if after > AFTER_MAX or after > before / 2:
             workers = loader.num_workers
             how = ("workers share the slow stage's cost between them, they do not remove it; find the stage "

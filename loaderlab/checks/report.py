@@ -150,8 +150,8 @@ def first_diff(batches: list[Any], expected: list[Any]) -> int | None:
     return next((k for k, (a, b) in enumerate(pairs) if not same_batch(a, b)), None)
 
 
-def require_same(batches: list[Any], expected: list[Any], count: str, differ: Callable[[int], str],
-                 sizes: bool = False, prefix: bool = False) -> None:
+def compare(batches: list[Any], expected: list[Any], count: str, differ: Callable[[int], str],
+            sizes: bool = False, prefix: bool = False) -> None:
     """Raise Wrong(``count``) when ``batches`` and ``expected`` differ in number (``sizes``: in each
     batch's size; ``prefix``: ``batches`` may end early, a bounded epoch), else Wrong(``differ(k)``)
     for the first batch k that holds other values."""

@@ -14,15 +14,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset
 
 from loaderlab.checks.loops import worker_start_method
-from loaderlab.checks.report import (
-    Wrong,
-    bounded,
-    checker,
-    epoch,
-    first_diff,
-    one_line,
-    require_same,
-)
+from loaderlab.checks.report import Wrong, bounded, checker, compare, epoch, first_diff, one_line
 from loaderlab.loaders import same_batch, stop_workers
 
 HINT = "Hint: notebook 13, sections 2 and 4"
@@ -40,7 +32,7 @@ def _loader(make_dataset: Callable[[int], Dataset], num_workers: int, method: st
                               generator=torch.Generator().manual_seed(7), **workers)
 
 
-def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
+def _resumed_epochs_agree(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
     """Raise Wrong unless an epoch interrupted after K batches, then finished by a fresh loader over a
     fresh dataset, equals an uninterrupted one; return the latter."""
     reference, loader = epoch(_loader(make_dataset, workers, method)), _loader(make_dataset, workers, method)
@@ -62,13 +54,13 @@ def _compare(make_dataset: Callable[[int], Dataset], workers: int, method: str |
     loader = _loader(make_dataset, workers, method)
     loader.load_state_dict(state)
     resumed += epoch(loader)
-    require_same(resumed, reference,
-                 count=f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
-                       f"uninterrupted one {len(reference)}. {HINT}",
-                 differ=lambda k: f"with num_workers={workers}, batch {k} (the first {K} came before the "
-                                  f"interrupt) differs from the uninterrupted run: after the resume each new "
-                                  f"{'worker' if workers else 'dataset'} must continue its generator where "
-                                  f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
+    compare(resumed, reference,
+            count=f"with num_workers={workers} the resumed epoch had {len(resumed)} batches, the "
+                  f"uninterrupted one {len(reference)}. {HINT}",
+            differ=lambda k: f"with num_workers={workers}, batch {k} (the first {K} came before the "
+                             f"interrupt) differs from the uninterrupted run: after the resume each new "
+                             f"{'worker' if workers else 'dataset'} must continue its generator where "
+                             f"state_dict() saved it, so load_state_dict must put that state back. {HINT}")
     return reference
 
 
@@ -93,7 +85,7 @@ def _without_workers(make_dataset: Callable[[int], Any]) -> tuple[Dataset, list[
         raise Wrong("two uninterrupted epochs over make_dataset(seed) gave different noise: draw it from a "
                     "torch.Generator the dataset holds, seeded with seed (torch's global RNG is not in "
                     f"your state_dict). {HINT}")
-    return dataset, _compare(make_dataset, 0, None)
+    return dataset, _resumed_epochs_agree(make_dataset, 0, None)
 
 
 @checker
@@ -109,7 +101,7 @@ def check_resumable(make_dataset: Callable[[int], Dataset]) -> str:
             dataset, reference = _without_workers(make_dataset)
         method = worker_start_method(dataset)
         if method:
-            _compare(make_dataset, 2, method)
+            _resumed_epochs_agree(make_dataset, 2, method)
     where = (f"real workers started by {method}" if method else
              "0 workers only: your class is defined in the notebook and this platform cannot fork")
     return (f"interrupted after {K} of {len(reference)} batches and resumed by a fresh loader over a fresh "

@@ -12,18 +12,15 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import (
-    Wrong,
-    as_loader,
-    bounded,
-    checker,
-    epoch,
-    one_line,
-    require_same,
-)
+from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare, epoch, one_line
 from loaderlab.loaders import rebuild
 
 HINT = "Hint: notebook 12, section 3 'What must be picklable'."
+# batch {0} differs: why a spawned worker's batch is not the main process's
+DIFFERS = ("batch {0} from spawned workers differs from batch {0} with num_workers=0: a spawned "
+           "worker imports your modules afresh, so state set after the import (a module variable "
+           "changed in the notebook, an unseeded random draw, a shuffle without a seeded generator) "
+           "is not the same there; keep it in the Dataset. " + HINT)
 MAX_WORKERS = 2
 MAX_BATCHES = 1000
 TIMEOUT_S = 60.0  # per batch: a spawned worker imports torch first (seconds on a busy machine)
@@ -92,13 +89,8 @@ def check_spawn_safe(make_loader: Callable[[], DataLoader]) -> str:
         raise Wrong(f"a spawned worker died or stalled ({one_line(exc)}): run the loader once "
                     f"with multiprocessing_context='spawn' to read the worker's own error. "
                     f"{HINT}") from None
-    require_same(batches, expected,
-                 count=f"with spawned workers the loader yields {len(batches)} batches, with "
-                       f"num_workers=0 {len(expected)}. {HINT}",
-                 differ=lambda k: f"batch {k} from spawned workers differs from batch {k} with "
-                                  f"num_workers=0: a spawned worker imports your modules afresh, so "
-                                  f"state set after the import (a module variable changed in the "
-                                  f"notebook, an unseeded random draw, a shuffle without a seeded "
-                                  f"generator) is not the same there; keep it in the Dataset. {HINT}")
+    compare(batches, expected, differ=DIFFERS.format,
+            count=f"with spawned workers the loader yields {len(batches)} batches, with num_workers=0 "
+                  f"{len(expected)}. {HINT}")
     return (f"{len(batches)} batches from {workers} spawned worker(s), the same as with "
             f"num_workers=0: everything a worker receives pickles by an importable name")

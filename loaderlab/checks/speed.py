@@ -11,14 +11,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.report import (
-    Wrong,
-    as_loader,
-    bounded,
-    checker,
-    require_same,
-    starting_loader,
-)
+from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare, starting_loader
 from loaderlab.loaders import batch_size_of, stop_workers
 from loaderlab.measure import throughput, timed_pass
 
@@ -45,12 +38,12 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, b
     if complete and sizes == wanted[:-1]:
         raise Wrong(f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
                     f"drop_last=False so the batches stay the same. {HINT}")
-    require_same(batches, expected, sizes=True, prefix=not complete,
-                 count=f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
-                       f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
-                       f"batch changes every batch). {HINT}",
-                 differ=lambda k: f"batch {k} holds other samples than the starting loader's batch {k}: keep "
-                                  f"its sampler (shuffle=True draws a new order). {HINT}")
+    compare(batches, expected, sizes=True, prefix=not complete,
+            count=f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
+                  f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
+                  f"batch changes every batch). {HINT}",
+            differ=lambda k: f"batch {k} holds other samples than the starting loader's batch {k}: keep "
+                             f"its sampler (shuffle=True draws a new order). {HINT}")
 
 
 @checker
