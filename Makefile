@@ -69,7 +69,7 @@ execute: setup
 	$(PY) tools/execute_notebooks.py --record $(NB)
 
 labs: setup
-	$(PY) tools/make_labs.py
+	$(PY) tools/make_labs.py $(if $(filter 1,$(CHECK)),--check)
 
 # The course for students as build/loaderlab-student.zip: no solutions/, docs/answers.md, tests/.
 student:
