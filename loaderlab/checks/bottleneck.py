@@ -71,7 +71,8 @@ def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataL
         biggest = max((batch_size_of(b) for b in batches), default=0)
         compare(batches, expected, sizes=True, prefix=True,
                 count=f"your loader yields batches of {biggest} samples, the starting one of "
-                      f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the wait). {HINT}",
+                      f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the "
+                      f"wait). {HINT}",
                 differ=lambda k: f"batch {k} differs from the starting loader's batch {k}: the fix must "
                                  f"keep every sample and the order (no shuffle), only make it faster. {HINT}")
         if after > AFTER_MAX or after > before / 2:

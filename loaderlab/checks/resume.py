@@ -32,7 +32,8 @@ def _loader(make_dataset: Callable[[int], Dataset], num_workers: int, method: st
                               generator=torch.Generator().manual_seed(7), **workers)
 
 
-def _resumed_epochs_agree(make_dataset: Callable[[int], Dataset], workers: int, method: str | None) -> list[Any]:
+def _resumed_epochs_agree(make_dataset: Callable[[int], Dataset], workers: int,
+                          method: str | None) -> list[Any]:
     """Raise Wrong unless an epoch interrupted after K batches, then finished by a fresh loader over a
     fresh dataset, equals an uninterrupted one; return the latter."""
     reference, loader = epoch(_loader(make_dataset, workers, method)), _loader(make_dataset, workers, method)

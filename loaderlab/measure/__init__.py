@@ -3,7 +3,8 @@
 ``passes``: the one pass timer (``timed_batches`` / ``timed_pass`` fill a ``Pass``), ``throughput``,
 ``Tracer`` and ``Timeline``, ``trace_timeline``, ``overlap_fraction``. ``memory``: ``live_workers``,
 ``wait_for_workers_to_exit``, ``OthersCpu``, ``WorkerMemorySampler`` (``MemoryGate``,
-``MemoryRecord``), ``SharedMemoryWatcher``, ``shared_memory_used_mb``. Everything is importable from ``loaderlab.measure``.
+``MemoryRecord``), ``SharedMemoryWatcher``, ``shared_memory_used_mb``. Everything is importable
+from ``loaderlab.measure``.
 """
 
 from loaderlab.measure.memory import (
@@ -34,6 +35,6 @@ from loaderlab.measure.passes import (
 __all__ = [
     "BackgroundSampler", "MemoryGate", "MemoryRecord", "OthersCpu", "SharedMemoryWatcher",
     "WorkerMemorySampler", "live_workers", "shared_memory_used_mb", "wait_for_workers_to_exit",
-    "Pass", "Timeline", "TracedBatch", "TracedCollate", "Tracer", "overlap_fraction", "throughput", "timed_batches", "timed_pass",
-    "trace_timeline", "traceback_tail",
+    "Pass", "Timeline", "TracedBatch", "TracedCollate", "Tracer", "overlap_fraction", "throughput",
+    "timed_batches", "timed_pass", "trace_timeline", "traceback_tail",
 ]
