@@ -59,22 +59,26 @@ def build_loader(s: Settings, collate_fn, batches_per_epoch: int = 8) -> DataLoa
 
 def run(s: Settings, seconds: float = 1.5, on_progress=None) -> dict:
     """Loop over epochs of the settings' loader, each step a sleep of step_ms, until `seconds` after the
-    first batch; return the timeline, memory readings and the cores other programs used meanwhile."""
+    first batch; return the timeline, memory readings and the cores other programs used from then on."""
     tracer = loaderlab.Tracer()
     loader = build_loader(s, tracer.collate)
+    others = loaderlab.OthersCpu()  # from the first batch on: the window samples/s is measured over
     epochs, start, first = [], time.perf_counter(), None
     try:
-        with loaderlab.WorkerMemorySampler(interval_s=0.25) as memory, loaderlab.OthersCpu() as others:
+        with loaderlab.WorkerMemorySampler(interval_s=0.25) as memory:
             while first is None or time.perf_counter() - first < seconds:
                 offset = time.perf_counter() - start
                 for _batch in tracer.watch(loader):  # the batches: (xb, yb)
-                    first = first or time.perf_counter()
+                    if first is None:
+                        first = time.perf_counter()
+                        others.start()
                     time.sleep(s.step_ms / 1000)  # the training step
                     if on_progress is not None:
                         on_progress(min(1.0, (time.perf_counter() - first) / seconds))
                     if time.perf_counter() - first >= seconds:
                         break  # mid-epoch: the time is up
                 epochs.append((offset, tracer.timeline))
+            others.stop()
         if on_progress is not None:
             on_progress(1.0)  # done: the time may run out between two epochs, after the last report
     finally:

@@ -307,3 +307,14 @@ def test_others_cpu_counts_a_busy_program_outside_this_process_tree_but_not_our_
     assert others > detached - 0.15, (others, detached)
     while psutil.pid_exists(pid):  # let the detached loop end
         time.sleep(0.1)
+
+
+def test_others_cpu_start_and_stop_measure_the_window_between_them():
+    others = loaderlab.OthersCpu()
+    with pytest.raises(RuntimeError, match="needs a start"):
+        others.stop()
+    assert others.start() is others
+    time.sleep(0.5)
+    cores = others.stop()
+    # CPU times come in clock ticks (10 ms): over 0.5 s a count may be off by a few hundredths
+    assert cores == others.cores and 0.0 <= cores <= psutil.cpu_count() + 0.1

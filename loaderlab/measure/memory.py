@@ -77,20 +77,35 @@ class OthersCpu:
 
     ``with OthersCpu() as others: ...`` then ``others.cores``: the machine's busy CPU time
     minus this process's and its descendants' (workers, a forkserver), per second of the
-    block. Start it while the workers you measure are alive (persistent workers): a process
-    of ours that starts and exits inside the block is counted as someone else's.
+    block. ``start()`` and ``stop()`` do the same where the window is not a block (from a
+    loop's first batch to its end). Start it while the workers you measure are alive
+    (persistent workers): a process of ours that starts and exits inside the window is counted
+    as someone else's.
     """
 
-    def __enter__(self) -> OthersCpu:
+    cores = 0.0
+
+    def start(self) -> OthersCpu:
+        """Start the window now; return self."""
         self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
         self.cores = 0.0
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> float:
+        """End the window; set and return ``cores``, the others' busy cores during it."""
+        if not hasattr(self, "_start"):
+            raise RuntimeError("OthersCpu.stop() needs a start() first")
         t0, busy0, own0 = self._start
         elapsed = time.perf_counter() - t0
         others = (_busy_seconds() - busy0) - (_own_seconds() - own0)
         self.cores = max(0.0, others / elapsed) if elapsed > 0 else 0.0
+        return self.cores
+
+    def __enter__(self) -> OthersCpu:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def wait_for_workers_to_exit(timeout_s: float = 5.0) -> int:
