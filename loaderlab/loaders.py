@@ -4,6 +4,7 @@ comparing batches: used by the instruments, the checkers and the doctor; noteboo
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from loaderlab._validate import require_loader
+
+_KILLED_JOIN_S = 2.0  # how long a terminated worker gets to exit before SIGKILL
 
 
 def stop_workers(iterator: Any, kill: bool = False) -> None:
@@ -23,7 +26,9 @@ def stop_workers(iterator: Any, kill: bool = False) -> None:
     ``kill``: terminate them first. A worker that is stuck, or still starting (under spawn it
     imports torch), does not answer the shutdown request, and ``_shutdown_workers`` would wait
     ``MP_STATUS_CHECK_INTERVAL`` (5 s) for each; torch's own last resort, in its ``finally``,
-    is the same ``terminate()``.
+    is the same ``terminate()``. A worker killed while it held the lock of the iterator's
+    ``_workers_done_event`` leaves it locked, and ``_shutdown_workers`` would wait for it
+    forever (``_replace_orphaned_done_event``).
     """
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is None:
@@ -37,7 +42,31 @@ def stop_workers(iterator: Any, kill: bool = False) -> None:
         for worker in iterator._workers:
             if worker.is_alive():
                 worker.terminate()
+        for worker in iterator._workers:
+            worker.join(timeout=_KILLED_JOIN_S)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+        _replace_orphaned_done_event(iterator)
     shutdown()
+
+
+def _replace_orphaned_done_event(iterator: Any) -> None:
+    """Give a DataLoader iterator whose workers are all dead a new ``_workers_done_event`` if a
+    killed worker died holding the old one's lock.
+
+    Each worker calls ``done_event.is_set()`` for every index it receives
+    (``torch/utils/data/_utils/worker.py``, ``_worker_loop``), and ``is_set`` holds the event's
+    lock, a POSIX semaphore, which nobody releases when its holder dies. The first thing
+    ``_shutdown_workers`` does is ``_workers_done_event.set()``, which takes that lock: the
+    "hanging in Event.set()" its own comment warns about. With every worker dead, only this
+    process still uses the event, so a ``threading.Event`` serves as well.
+    """
+    lock = iterator._workers_done_event._cond._lock
+    if lock.acquire(timeout=0.5):
+        lock.release()
+    else:  # its owner is dead (releasing it from here would break the lock's own bookkeeping)
+        iterator._workers_done_event = threading.Event()
 
 
 def rebuild(loader: DataLoader, **overrides: Any) -> DataLoader:

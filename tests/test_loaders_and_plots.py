@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import threading
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -94,6 +98,29 @@ def test_stop_workers_ends_the_workers_of_a_live_iterator_at_once():
     assert loaderlab.wait_for_workers_to_exit(10.0) == 0
     stop_workers(iter(DataLoader(LatencyDataset(n=4, latency_s=0))))  # no workers: no-op
     stop_workers(None)
+
+
+def _die_holding_the_lock(event) -> None:
+    event._cond._lock.acquire()  # as a worker inside done_event.is_set() holds it
+    os._exit(0)  # and dies: nobody releases it
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_killing_workers_does_not_hang_on_the_done_events_lock_a_dead_process_held():
+    # A worker killed while it holds _workers_done_event's lock left it locked, and torch's
+    # _shutdown_workers then waited in Event.set() forever: notebook 03's batches_in_flight hung
+    # a clean-clone CI for its 180 s cell timeout.
+    iterator = iter(DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2))
+    next(iterator)
+    holder = multiprocessing.get_context("fork").Process(
+        target=_die_holding_the_lock, args=(iterator._workers_done_event,))
+    holder.start()
+    holder.join(10)
+    assert holder.exitcode == 0
+    stopped = threading.Event()
+    threading.Thread(target=lambda: (stop_workers(iterator, kill=True), stopped.set()), daemon=True).start()
+    assert stopped.wait(30), "stop_workers(kill=True) waited for a lock whose owner is dead"
+    assert loaderlab.wait_for_workers_to_exit(10.0) == 0
 
 
 def test_require_seconds_names_the_argument():
