@@ -64,10 +64,12 @@ def test_throughput_stops_at_max_batches_and_runs_the_step(no_leaked_workers):
 
 
 def test_latency_dataset_throughput_grows_3x_from_0_to_4_workers(no_leaked_workers):
+    # steady rates: the workers' start-up (tens of ms idle, far more on a loaded machine) is not
+    # what grows with the number of workers; the sleeps overlap whatever else runs
     dataset = LatencyDataset(n=192, latency_s=0.020)
-    serial = throughput(DataLoader(dataset, batch_size=8, num_workers=0)).samples_per_s
+    serial = throughput(DataLoader(dataset, batch_size=8, num_workers=0)).steady_samples_per_s
     with pytest.warns(UserWarning, match="suggested max number of worker"):
-        parallel = throughput(DataLoader(dataset, batch_size=8, num_workers=4)).samples_per_s
+        parallel = throughput(DataLoader(dataset, batch_size=8, num_workers=4)).steady_samples_per_s
     assert parallel >= 3 * serial, f"4 workers gave {parallel / serial:.2f}x"
 
 
