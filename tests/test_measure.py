@@ -311,12 +311,11 @@ def test_others_cpu_counts_a_busy_program_outside_this_process_tree_but_not_our_
         time.sleep(0.1)
 
 
-def test_others_cpu_start_and_stop_measure_the_window_between_them():
+def test_others_cpu_stop_refuses_before_start_and_returns_what_it_sets():
+    # the measurement itself: the test above (the with block calls start() and stop())
     others = loaderlab.OthersCpu()
     with pytest.raises(RuntimeError, match="needs a start"):
         others.stop()
     assert others.start() is others
-    time.sleep(0.5)
-    cores = others.stop()
-    # CPU times come in clock ticks (10 ms): over 0.5 s a count may be off by a few hundredths
-    assert cores == others.cores and 0.0 <= cores <= psutil.cpu_count() + 0.1
+    time.sleep(0.2)
+    assert others.stop() == others.cores
