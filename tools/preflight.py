@@ -19,6 +19,9 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from loaderlab.cores import usable_cores  # noqa: E402  (standard library only)
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = "loaderlab"
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
@@ -52,18 +55,6 @@ def kernel_specs() -> dict[str, list[str]]:
 
     specs = KernelSpecManager().get_all_specs()
     return {name: spec["spec"].get("argv", []) for name, spec in specs.items()}
-
-
-def usable_cores() -> int:
-    """Cores this process may use: its CPU affinity, capped by a container's cgroup v2 quota."""
-    cores = len(psutil.Process().cpu_affinity()) if hasattr(psutil.Process, "cpu_affinity") else psutil.cpu_count()
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return cores or 1
 
 
 # ---- checks: each returns a Result --------------------------------------------------------

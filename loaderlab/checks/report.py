@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 
 from loaderlab._validate import require_positive
 from loaderlab.loaders import batch_size_of, same_batch, stop_workers
+from loaderlab.messages import one_line
 
 PASS, FAIL, PENDING = "✅", "❌", "⏳"
 
@@ -73,16 +74,6 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
             except (TypeError, ValueError) as exc:
                 error = CheckerTypeError if isinstance(exc, TypeError) else CheckerValueError
                 raise error(f"{name}: {exc}") from None
-
-
-def one_line(exc: BaseException) -> str:
-    """Return ``Type: message`` for an exception, on one line; for an error re-raised from a
-    DataLoader worker (its message embeds the worker's traceback), the original's last line."""
-    text = str(exc).strip()
-    if "Original Traceback" in text:
-        return [line for line in text.splitlines() if line.strip()][-1].strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _is_stub(exc: BaseException) -> bool:  # from a worker the stub's error may come back wrapped

@@ -13,13 +13,13 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 
 from loaderlab._validate import require_positive, require_seconds
-from loaderlab.checks.report import one_line
 from loaderlab.doctor.findings import PROBES, SEVERITIES, finding
 from loaderlab.doctor.probes import Doctor
 from loaderlab.doctor.report import Report
 from loaderlab.doctor.workers import copied
 from loaderlab.env import progress as progress_bar
 from loaderlab.loaders import rebuild
+from loaderlab.messages import one_line
 
 
 def describe(loader: DataLoader) -> str:

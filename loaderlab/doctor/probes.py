@@ -25,11 +25,12 @@ from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.data.sampler import WeightedRandomSampler
 
-from loaderlab.checks.report import one_line
+from loaderlab.cores import usable_cores
 from loaderlab.doctor import workers as wk
 from loaderlab.doctor.findings import Finding, finding
 from loaderlab.loaders import rebuild, stop_workers
 from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_batches, timed_pass
+from loaderlab.messages import one_line
 
 MB = 1024 * 1024
 MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
@@ -451,7 +452,7 @@ class Doctor:
 
     # -- speed and worker memory ----------------------------------------------------------------
     def speed(self) -> None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cores = usable_cores()
         user = self.loader.num_workers
         if user > cores:
             self.add("speed.workers_over_cores", workers=user, cores=cores)
