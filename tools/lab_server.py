@@ -109,4 +109,6 @@ def started(timeout: float = 45.0) -> Iterator[Callable[[str], tuple[int, bytes]
 
 if __name__ == "__main__":
     argv = server_command(browser="--no-browser" not in sys.argv)
+    if sys.platform == "win32":  # Windows has no exec: os.execv would return to the shell at once
+        sys.exit(subprocess.call(argv, cwd=ROOT))
     os.execv(argv[0], argv)

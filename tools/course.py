@@ -1,0 +1,252 @@
+"""The course's one entry point: what `make X` does, on Linux, macOS and Windows.
+
+    python3 tools/course.py lab          # Windows, no make needed: py tools/course.py lab
+
+The Makefile's recipes call this file (`make X` runs `python3 tools/course.py X`). It uses the
+standard library only: it creates the course's virtual environment (.venv) with the Python that
+runs it, and runs everything else with .venv's Python (.venv\\Scripts\\python.exe on Windows,
+.venv/bin/python elsewhere). Setup runs again only when its inputs change (requirements, the
+installer, the JupyterLab settings): a stamp in .venv records what was installed.
+
+Two installs: `lab` (and `setup`) install what the notebooks and labs import (requirements.txt);
+the maintainers' commands (test, check, lint, execute, html, ...) add the test, lint and site
+tools (requirements-dev.txt). The test commands take their environment and pytest's arguments
+from tools/tiers.py. `--dry-run` prints the commands without running them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+STAMP_NAME = ".loaderlab-installed"
+KERNEL = "loaderlab"
+LINT_PATHS = ["loaderlab", "tests", "tools", "docs", "notebooks", "solutions", "conftest.py"]
+# what each install level reads: a change in one of these files re-runs setup
+SETUP_INPUTS = {
+    "lab": ["requirements.txt", "pyproject.toml", "tools/install.py", "jupyter/overrides.json",
+            "jupyter/jupyter_server_config.json"],
+}
+SETUP_INPUTS["dev"] = [*SETUP_INPUTS["lab"], "requirements-dev.txt"]
+LEVELS = ("lab", "dev")  # each includes the ones before it
+SUPPORTED = [(3, 11), (3, 12), (3, 13)]  # numpy 2.4 needs 3.11; 3.11-3.13 are the ones tested
+SUPPORTED_TEXT = "Python 3.11, 3.12 or 3.13"
+TEST_TIERS = ("test", "check", "test-spawn", "unit", "notebooks")
+
+# command -> (install level it needs, or None: runs before or without setup; one-line help)
+COMMANDS: dict[str, tuple[str | None, str]] = {
+    "setup": ("lab", "create .venv and install what the notebooks and labs need"),
+    "lab": ("lab", "set up, then open JupyterLab on the course"),
+    "preflight": (None, "is this machine ready? (before setup: the standard library checks)"),
+    "wheelhouse": ("lab", "download every wheel a student needs into wheelhouse/"),
+    "student": (None, "zip the course for students: build/loaderlab-student.zip"),
+    "test": ("dev", "lint, then the course tier of tests (tools/tiers.py)"),
+    "check": ("dev", "lint, then the fast deterministic tier (tools/tiers.py)"),
+    "test-spawn": ("dev", "every notebook and solution with workers started by spawn"),
+    "test-machines": ("dev", "the course under 1 real and simulated bigger CPU counts (tools/machines.py)"),
+    "unit": ("dev", "the unit tests only"),
+    "notebooks": ("dev", "nbval on notebooks/ and solutions/ only"),
+    "execute": ("dev", "re-execute notebooks in place and record their run times (NB=...)"),
+    "labs": ("dev", "regenerate labs/ from solutions/ (--check: only say whether they are current)"),
+    "html": ("dev", "build the static site under site/"),
+    "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
+    "lint": ("dev", "ruff over the code, tests, notebooks and solutions"),
+    "clean": (None, "remove .venv, site/ and pytest's cache"),
+}
+
+
+def venv_python(venv: Path = VENV, platform: str = sys.platform) -> Path:
+    """The virtual environment's Python: ``Scripts\\python.exe`` on Windows, ``bin/python`` elsewhere."""
+    return venv / ("Scripts/python.exe" if platform == "win32" else "bin/python")
+
+
+def shown(argv: Sequence[str | os.PathLike]) -> str:
+    """``argv`` as one line a person could paste into this platform's shell at the repository's
+    root (paths under it are shown relative to it)."""
+    parts = [os.path.relpath(a, ROOT) if isinstance(a, Path) and a.is_relative_to(ROOT) else os.fspath(a)
+             for a in argv]
+    return subprocess.list2cmdline(parts) if sys.platform == "win32" else shlex.join(parts)
+
+
+class Runner:
+    """Runs (or, with ``dry_run``, only prints) commands from the repository root."""
+
+    def __init__(self, dry_run: bool = False) -> None:
+        self.dry_run = dry_run
+
+    def __call__(self, argv: Sequence[str | os.PathLike], env: Mapping[str, str] | None = None,
+                 quiet: bool = False, unset: Sequence[str] = ()) -> int:
+        """Print ``+ command`` (with the variables it adds or removes) and run it with them;
+        return its exit status. ``quiet``: its standard output is discarded."""
+        added = [f"{k}={v}" for k, v in (env or {}).items() if os.environ.get(k) != v]
+        removed = [f"{k}=" for k in unset if k in os.environ]
+        print("+ " + " ".join([*removed, *added, shown(argv)]), flush=True)
+        if self.dry_run:
+            return 0
+        environ = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
+        process = subprocess.Popen([os.fspath(a) for a in argv], cwd=ROOT, env=environ,
+                                   stdout=subprocess.DEVNULL if quiet else None)
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:  # the child got Ctrl-C too: let it finish its own way
+                continue
+
+
+def _digest(level: str) -> str:
+    data = hashlib.sha256()
+    for name in SETUP_INPUTS[level]:
+        path = ROOT / name
+        data.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"missing") + b"\0")
+    return data.hexdigest()
+
+
+def installed_level(venv: Path = VENV) -> str | None:
+    """The install level whose inputs have not changed since .venv got it, or None."""
+    try:
+        stamp = json.loads((venv / STAMP_NAME).read_text())
+        level = stamp["level"]
+        fresh = level in LEVELS and stamp["inputs"] == _digest(level)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return level if fresh and venv_python(venv).exists() else None
+
+
+def is_set_up(level: str, venv: Path = VENV) -> bool:
+    """True when .venv holds ``level`` (or more) installed from the current inputs."""
+    have = installed_level(venv)
+    return have is not None and LEVELS.index(have) >= LEVELS.index(level)
+
+
+def setup(run: Runner, level: str = "lab", offline: bool = False) -> int:
+    """Create .venv if needed and install ``level`` into it, unless already done; return the status."""
+    if is_set_up(level):
+        return 0
+    python = venv_python()
+    steps: list[tuple[list, bool]] = []
+    if not python.exists():
+        if sys.version_info[:2] not in SUPPORTED:
+            print(f"course.py: Python {sys.version.split()[0]} is not supported: the course runs on "
+                  f"{SUPPORTED_TEXT}. Run this file with one of those (e.g. PYTHON=python3.11 make setup).")
+            return 2
+        steps.append(([sys.executable, "-m", "venv", VENV], False))
+    install = [python, "tools/install.py", "setup", *(["--dev"] if level == "dev" else []),
+               *(["--offline"] if offline else [])]
+    steps += [(install, False),
+              ([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL,
+                "--display-name", f"Python ({KERNEL})"], True),
+              ([python, "-c", "import matplotlib.pyplot"], False)]  # warms matplotlib's font cache
+    for argv, quiet in steps:
+        status = run(argv, quiet=quiet)
+        if status:
+            return status
+    if not run.dry_run:
+        (VENV / STAMP_NAME).write_text(json.dumps({"level": level, "inputs": _digest(level)}) + "\n")
+    return 0
+
+
+def tier(name: str, python: Path) -> tuple[dict[str, str], list[str]]:
+    """(extra environment, pytest arguments) of the test tier ``name``, from tools/tiers.py as
+    ``python`` sees it (whether outputs are compared depends on that Python's version)."""
+    code = ("import json, sys; sys.path.insert(0, 'tools'); from tiers import tier; "
+            "print(json.dumps(tier(sys.argv[1])))")
+    done = subprocess.run([os.fspath(python), "-c", code, name], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise LookupError(f"tools/tiers.py gives no tier {name!r} ({last})")
+    env, args = json.loads(done.stdout)
+    return env, args
+
+
+def lint(run: Runner, python: Path) -> int:
+    return run([python, "-m", "ruff", "check", *LINT_PATHS])
+
+
+def test(run: Runner, name: str, extra: Sequence[str]) -> int:
+    """Lint (for `test` and `check`), then pytest with the tier's environment and arguments."""
+    python = venv_python()
+    try:
+        env, args = tier(name, python if python.exists() else Path(sys.executable))
+    except LookupError as exc:
+        print(f"course.py {name}: {exc}")
+        return 2
+    if name in ("test", "check"):
+        status = lint(run, python)
+        if status:
+            return status
+    if name == "test" and "--nbval-lax" in args:
+        print("outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode")
+    return run([python, "-m", "pytest", *args, *extra], env=env)
+
+
+def clean(run: Runner) -> int:
+    for name in (".venv", "site", ".pytest_cache"):
+        print(f"+ remove {name}")
+        if not run.dry_run:
+            shutil.rmtree(ROOT / name, ignore_errors=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python tools/course.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0],
+        epilog="commands:\n" + "\n".join(f"  {name:<14} {text}" for name, (_, text) in COMMANDS.items()))
+    parser.add_argument("command", choices=COMMANDS, metavar="command")
+    parser.add_argument("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--offline", action="store_true", help="setup/lab: install from wheelhouse/ only")
+    parser.add_argument("--check", action="store_true", help="labs: only say whether labs/ is current")
+    parser.add_argument("--runs", type=int, default=3, help="soak: how many runs (default 3)")
+    parser.add_argument("--load", action="store_true", help="soak: keep one core busy meanwhile")
+    args, extra = parser.parse_known_args(argv)
+    run = Runner(args.dry_run)
+    command = args.command
+    level = COMMANDS[command][0]
+    python = venv_python()
+
+    if command == "clean":
+        return clean(run)
+    if command == "student":
+        return run([sys.executable, "tools/make_student.py", *extra])
+    if command == "preflight":  # no setup: before it, preflight checks what the standard library can
+        return run([python if is_set_up("lab") else sys.executable, "tools/preflight.py", *extra])
+    if level is not None:
+        status = setup(run, level, offline=args.offline)
+        if status or command == "setup":
+            return status
+    if command == "lab":  # notebooks choose their own matplotlib backend (inline)
+        return run([python, "tools/lab_server.py", *extra], unset=["MPLBACKEND"])
+    if command == "wheelhouse":
+        return run([python, "tools/install.py", "wheelhouse", *extra])
+    if command in TEST_TIERS:
+        return test(run, command, extra)
+    if command == "test-machines":
+        if not (ROOT / "tools" / "machines.py").is_file():
+            print("course.py test-machines: tools/machines.py is not in this checkout yet")
+            return 2
+        return run([python, "tools/machines.py", *extra])
+    if command == "execute":
+        return run([python, "tools/execute_notebooks.py", "--record", *extra])
+    if command == "labs":
+        return run([python, "tools/make_labs.py", *(["--check"] if args.check else []), *extra])
+    if command == "html":
+        return run([python, "tools/build_site.py", *extra])
+    if command == "soak":
+        return run([python, "tools/soak.py", str(args.runs), *(["--load"] if args.load else []), *extra])
+    if command == "lint":
+        return lint(run, python)
+    raise AssertionError(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
