@@ -1,5 +1,7 @@
 """tools/install.py (`make setup`, `make wheelhouse`, `make lab OFFLINE=1`) and the classroom
-JupyterLab settings. Nothing here downloads: pip runs with --dry-run on a torch already installed."""
+JupyterLab settings. Nothing here downloads: pip runs with --dry-run, on a torch already installed
+or on small stand-in torch wheels (a CPU-like one, a CUDA-like one naming NVIDIA packages) in a
+folder that is the only index (PIP_NO_INDEX, PIP_FIND_LINKS)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -37,16 +40,87 @@ def _setup(*args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     return result, time.monotonic() - start
 
 
-def test_unreachable_cpu_index_falls_back_to_the_default_index_fast(tmp_path):
+STAND_IN = "2.12.0"  # not the installed torch (which setup keeps), within this machine's pip constraints
+CUDA_NEEDS = ['nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"', "filelock"]
+
+
+def _stand_in_index(folder: Path, needs: list[str]) -> Path:
+    """A folder holding a tiny torch wheel (version STAND_IN) whose metadata requires ``needs``."""
+    folder.mkdir()
+    info = f"torch-{STAND_IN}.dist-info"
+    with zipfile.ZipFile(folder / f"torch-{STAND_IN}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {STAND_IN}\n"
+                       + "".join(f"Requires-Dist: {need}\n" for need in needs))
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                       "Tag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+    return folder
+
+
+def _only_index(folder: Path) -> dict[str, str]:
+    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
+
+
+def test_default_build_tells_cpu_from_cuda_by_the_wheels_dependencies(tmp_path):
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text(TORCH_PIN)
+    requirements.write_text(f"torch=={STAND_IN}\n")
+    for name, needs, build in (("cpu", [], "cpu"), ("cuda", CUDA_NEEDS, "cuda")):
+        folder = _stand_in_index(tmp_path / name, needs)
+        assert install.default_build(requirements, ["--no-index", "--find-links", str(folder)]) == (
+            build, f"torch-{STAND_IN}-py3-none-any.whl")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    build, why = install.default_build(requirements, ["--no-index", "--find-links", str(empty)])
+    assert build == "unknown" and why.startswith("pip could not resolve torch"), why
+
+
+def test_unreachable_cpu_index_and_a_cuda_default_stop_and_say_how_to_opt_in(tmp_path):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"torch=={STAND_IN}\n")
     index = f"http://127.0.0.1:{_closed_port()}/whl/cpu"
-    result, seconds = _setup("--requirements", str(requirements), TORCH_INDEX=index)
+    folder = _stand_in_index(tmp_path / "cuda", CUDA_NEEDS)
+    result, seconds = _setup("--requirements", str(requirements), TORCH_INDEX=index, **_only_index(folder))
+    assert result.returncode == install.STOPPED, result.stdout + result.stderr
+    out = result.stdout
+    assert f"{index} did not answer" in out and "serves the CUDA build" in out, out
+    assert "nothing installed" in out and "TORCH_INDEX=default make setup" in out and "2.74 GB" in out, out
+    assert not [line for line in out.splitlines() if line.startswith("+ pip")], out
+    assert seconds < 30, f"stopping took {seconds:.1f} s"
+
+
+def test_unreachable_cpu_index_and_a_cpu_default_go_on_with_the_default_index(tmp_path):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"torch=={STAND_IN}\n")
+    index = f"http://127.0.0.1:{_closed_port()}/whl/cpu"
+    folder = _stand_in_index(tmp_path / "cpu", [])
+    result, seconds = _setup("--requirements", str(requirements), TORCH_INDEX=index, **_only_index(folder))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{index} did not answer" in result.stdout and "torch comes from the default index" in result.stdout
+    assert f"your default index serves a CPU build (torch-{STAND_IN}-py3-none-any.whl)" in result.stdout
     pips = [line for line in result.stdout.splitlines() if line.startswith("+ pip")]
     assert pips == [f"+ pip install --disable-pip-version-check -q --dry-run -r {requirements}"]
-    assert seconds < 15, f"the fallback took {seconds:.1f} s"
+    assert seconds < 30, f"going on took {seconds:.1f} s"
+
+
+def test_a_torch_that_satisfies_the_pin_is_kept_without_asking_any_index(tmp_path, monkeypatch, capsys):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(TORCH_PIN)
+    monkeypatch.setattr(install, "answers", lambda *a, **k: pytest.fail("a kept torch needs no index"))
+    calls = _record_pip(monkeypatch)
+    assert install.torch_first(requirements, install.CPU_INDEX, []) is True
+    assert calls == [] and "is installed already: kept" in capsys.readouterr().out
+
+
+def test_a_failed_install_from_the_cpu_index_stops(tmp_path, monkeypatch, capsys):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(TORCH_PIN)
+    monkeypatch.setattr(install, "installed_torch", lambda: None)
+    monkeypatch.setattr(install, "answers", lambda *a, **k: True)
+    monkeypatch.setattr(install, "pip", lambda args: 1)
+    assert install.torch_first(requirements, install.CPU_INDEX, []) is False
+    out = capsys.readouterr().out
+    assert f"installing {TORCH_PIN.strip()} from {install.CPU_INDEX} failed" in out and "TORCH_INDEX=default" in out
+    monkeypatch.setattr(install, "torch_first", lambda *a, **k: False)
+    assert install.setup(requirements, False, tmp_path, dry_run=True) == install.STOPPED
 
 
 def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
@@ -85,6 +159,7 @@ def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monk
         assert not install.answers(f"http://127.0.0.1:{server.server_address[1]}/", project="nothing", timeout=5)
         index = f"http://127.0.0.1:{server.server_address[1]}/"
         calls = _record_pip(monkeypatch)
+        monkeypatch.setattr(install, "installed_torch", lambda: None)  # as in a new .venv
         assert install.torch_first(requirements, index, ["--dry-run"]) is True
         assert calls == [["install", *install.QUIET, "--dry-run", "--no-deps", "--timeout", "30", "--retries", "1",
                           "--index-url", index, TORCH_PIN.strip()]]
@@ -116,6 +191,28 @@ def test_offline_installs_from_the_wheelhouse_only(tmp_path, monkeypatch, capsys
     assert install.setup(requirements, True, tmp_path, dry_run=True) == 0
     assert calls == [["install", *install.QUIET, "--dry-run", "--no-index", "--find-links", str(tmp_path),
                       "-r", str(requirements)]]
+
+
+def test_the_dev_install_adds_requirements_dev(tmp_path, monkeypatch):
+    requirements, dev = tmp_path / "requirements.txt", tmp_path / "requirements-dev.txt"
+    requirements.write_text(TORCH_PIN)
+    dev.write_text("pytest\n")
+    monkeypatch.setattr(install, "torch_first", lambda *a, **k: True)
+    calls = _record_pip(monkeypatch)
+    assert install.setup(requirements, False, tmp_path, dry_run=True) == 0
+    assert install.setup(requirements, False, tmp_path, dry_run=True, dev=dev) == 0
+    assert calls == [["install", *install.QUIET, "--dry-run", "-r", str(requirements)],
+                     ["install", *install.QUIET, "--dry-run", "-r", str(requirements), "-r", str(dev)]]
+
+
+def test_students_get_no_test_lint_or_site_tools():
+    def names(path: Path) -> set[str]:
+        lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+        return {line.split("==")[0].lower() for line in lines if line}
+
+    student, dev = names(ROOT / "requirements.txt"), names(ROOT / "requirements-dev.txt")
+    tools = {"pytest", "pytest-xdist", "nbval", "ruff", "selenium", "mkdocs", "mkdocs-material", "mkdocs-jupyter"}
+    assert tools <= dev and not tools & student and not student & dev
 
 
 def _schema_errors(overrides: dict) -> list[str]:

@@ -1,9 +1,16 @@
 """`make preflight` (tools/preflight.py): passes here; a too-small /dev/shm or a missing kernel fails
-with one clear line and exit 1. Only the first test starts JupyterLab."""
+with one clear line and exit 1; before setup it runs on a bare interpreter (no psutil, no torch).
+Only the first test starts JupyterLab."""
 
 from __future__ import annotations
 
+import http.server
+import os
+import socket
+import subprocess
 import sys
+import threading
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -27,7 +34,7 @@ def test_preflight_passes_here_starts_and_stops_jupyterlab(monkeypatch, capsys):
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     assert preflight.main([]) == 0
     lines = _lines(capsys)
-    assert len(lines) == len(preflight.CHECKS) + 1, lines
+    assert [line.split()[1] for line in lines[:-1]] == list(preflight.AFTER_SETUP), lines
     assert not [line for line in lines if line.startswith("❌")], lines
     lab = next(line for line in lines if line.split()[1] == "lab")
     assert "served the course (kernel loaderlab, no news pop-up), stopped" in lab
@@ -72,3 +79,91 @@ def test_a_broken_check_or_bad_option_is_one_line(monkeypatch, capsys):
     assert "Traceback" not in out
     assert preflight.main(["--skip", "nope"]) == 2
     assert "unknown check 'nope'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def local_indexes(tmp_path):
+    """A local HTTP server standing for the package index (serves pip/) and PyTorch's CPU
+    index (serves torch/): (PIP_INDEX_URL, TORCH_INDEX)."""
+    for project in ("pip", "torch"):
+        (tmp_path / project).mkdir()
+        (tmp_path / project / "index.html").write_text(f"<a href='{project}-1.0.tar.gz'>{project}</a>")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield url + "/", url + "/"
+    server.shutdown()
+    server.server_close()
+
+
+def _bare(**env: str) -> tuple[subprocess.CompletedProcess, float]:
+    """tools/preflight.py as on a machine where nothing is installed: -I (no user site, no
+    PYTHONPATH) and -S (no site-packages: no psutil, torch or Jupyter)."""
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, "-I", "-S", "tools/preflight.py"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env={**os.environ, **env})
+    return result, time.monotonic() - start
+
+
+def test_before_setup_it_runs_on_a_bare_interpreter(local_indexes):
+    pypi, cpu = local_indexes
+    result, _ = _bare(PIP_INDEX_URL=pypi, TORCH_INDEX=cpu)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
+    assert [line.split()[1] for line in lines[:-1]] == list(preflight.BEFORE_SETUP), lines
+    assert all(line.startswith("✅") for line in lines[:-1]), lines
+    assert f"{pypi} answers, and so does {cpu}" in lines[-2]
+    assert lines[-1].startswith("preflight: ready to install: run `make lab`")  # psutil, torch: absent
+
+
+def test_before_setup_an_index_that_does_not_answer_fails_in_bounded_time():
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        index = f"http://127.0.0.1:{closed.getsockname()[1]}/simple"
+    result, seconds = _bare(PIP_INDEX_URL=index)
+    failed = [line for line in result.stdout.splitlines() if line.startswith("❌")]
+    assert result.returncode == 1 and len(failed) == 1 and failed[0].split()[1] == "index", result.stdout
+    assert f"the package index {index} did not answer" in failed[0] and "OFFLINE=1" in failed[0]
+    assert seconds < 20, f"took {seconds:.1f} s"
+
+
+@pytest.mark.parametrize("where, status, says", [
+    (("linux", "x86_64"), "ok", "torch 2.13 has wheels for it"),
+    (("linux", "aarch64"), "ok", "torch 2.13 has wheels for it"),
+    (("darwin", "arm64"), "ok", "torch 2.13 has wheels for it"),
+    (("win32", "amd64"), "ok", "torch 2.13 has wheels for it"),
+    (("darwin", "x86_64"), "fail", "no wheels for Intel Macs"),
+    (("linux", "riscv64"), "fail", "ships no wheel for this OS and CPU type"),
+])
+def test_os_and_cpu_type_torch_ships_wheels_for(monkeypatch, where, status, says):
+    monkeypatch.setattr(preflight, "machine", lambda: where)
+    result = preflight.check_platform()
+    assert result[0] == status and says in result[1], result
+
+
+@pytest.mark.parametrize("version, status", [
+    ((3, 10, 13), "fail"), ((3, 11, 7), "ok"), ((3, 12, 1), "ok"), ((3, 13, 0), "ok"), ((3, 14, 0), "fail"),
+])
+def test_python_versions_are_the_tested_ones(version, status):
+    result = preflight.check_python(version)
+    assert result[0] == status, result
+    if status == "fail":
+        assert "3.11, 3.12 or 3.13" in result[1] and "PYTHON=python3.11 make setup" in result[2]
+
+
+def test_ram_from_the_standard_library(monkeypatch):
+    total, available = preflight.memory()
+    if sys.platform.startswith("linux"):
+        assert 0 < available <= total
+    monkeypatch.setattr(preflight, "memory", lambda: (4 * 2**30, 2**30))
+    assert preflight.check_ram()[0] == "fail"
+    monkeypatch.setattr(preflight, "memory", lambda: (8 * 2**30, None))  # macOS: the total only
+    assert preflight.check_ram()[:2] == ("ok", "8.0 GB RAM (the free part is not measured here)")

@@ -1,28 +1,36 @@
 """Install the course into the running Python (`make setup`) or fill a wheelhouse (`make wheelhouse`).
 
-Standard library only: `make setup` runs it with the fresh virtual environment's Python.
+Standard library only: tools/course.py runs it with the fresh virtual environment's Python.
 
-- ``setup``: on Linux, torch's CPU build comes from PyTorch's own CPU wheel index (about 190 MB;
-  the default index serves Linux the CUDA build, about 2.7 GB with its NVIDIA libraries). When
-  that index does not answer within a few seconds, or its install fails, the default index is
-  used. Then requirements.txt, the package (editable) and the classroom JupyterLab settings
-  (jupyter/, see its README).
+- ``setup``: requirements.txt (what the notebooks and labs import), the package (editable) and the
+  classroom JupyterLab settings (jupyter/, see its README); ``--dev`` adds requirements-dev.txt
+  (the test, lint and site tools). On Linux, torch's CPU build comes from PyTorch's own CPU wheel
+  index (about 190 MB; the default index serves Linux the CUDA build, 2.74 GB with its NVIDIA
+  libraries). When that index does not answer within a few seconds, the default index is used
+  only if it serves a CPU build (a mirror or a local wheel; pip's --dry-run report tells from
+  torch's dependencies); otherwise setup stops, installs nothing and says how to retry or opt in.
+  A torch that already satisfies the pin is kept.
   ``TORCH_INDEX=URL`` uses another index for torch (e.g. a CUDA one or a local mirror);
-  ``TORCH_INDEX=default`` uses the default index (pip's, with your pip configuration).
+  ``TORCH_INDEX=default`` uses the default index (pip's, with your pip configuration), whatever
+  build it serves.
 - ``setup --offline``: everything from ``wheelhouse/`` with no network (pip --no-index).
-- ``wheelhouse``: downloads every wheel the course needs (torch's CPU build where the index
-  answers) into ``wheelhouse/``, for this machine's OS, CPU type and Python version.
+- ``wheelhouse``: downloads every wheel a student needs (torch's CPU build, by the same rules)
+  into ``wheelhouse/``, for this machine's OS, CPU type and Python version.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -31,6 +39,9 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INDEX_VARIABLE = "TORCH_INDEX"
 PROBE_SECONDS = 5.0
 WHEELHOUSE = ROOT / "wheelhouse"
+DEV_REQUIREMENTS = ROOT / "requirements-dev.txt"
+CUDA_DOWNLOAD = "2.74 GB"  # torch 2.13.0's CUDA build for Linux with its NVIDIA/CUDA/triton wheels
+STOPPED = 3  # setup's exit status when it stops rather than download the CUDA build
 QUIET = ["--disable-pip-version-check", "-q"]
 # repository file -> where it goes under the environment's prefix (sys.prefix)
 LAB_SETTINGS = {
@@ -85,24 +96,93 @@ def pip(args: list[str]) -> int:
     return subprocess.run(command, cwd=ROOT).returncode
 
 
-def torch_first(requirements: Path, index: str | None, extra: list[str], action: str = "install") -> bool:
-    """Install (or download) torch from ``index`` when it answers; return True if it did.
+def default_build(requirements: Path, extra: list[str] | None = None,
+                  timeout: float = 180.0) -> tuple[str, str]:
+    """Which torch build the default index (pip's configuration, plus ``extra``) would install:
+    ('cpu' | 'cuda' | 'unknown', the wheel's name or why unknown).
 
-    False means the default index will serve torch with the rest: printed with the reason."""
+    pip resolves torch alone with --dry-run and reports the wheel it chose; a build whose
+    dependencies name NVIDIA packages is the CUDA one. Only metadata is fetched."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.json"
+        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
+                   "--disable-pip-version-check", "-q", "--report", str(report), *(extra or []),
+                   pinned(requirements)]
+        try:
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "unknown", f"pip did not resolve torch within {timeout:.0f} s"
+        if done.returncode or not report.is_file():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return "unknown", f"pip could not resolve torch ({last[:160]})"
+        chosen = json.loads(report.read_text())["install"][0]
+    name = urllib.parse.unquote(chosen["download_info"]["url"].rsplit("/", 1)[-1])
+    needs = chosen["metadata"].get("requires_dist", [])
+    return ("cuda" if any(d.lower().startswith("nvidia") for d in needs) else "cpu"), name
+
+
+def resolver_options(extra: list[str]) -> list[str]:
+    """The options of ``extra`` that say where pip looks (not --dry-run, not download's --dest)."""
+    kept, skip = [], False
+    for option in extra:
+        if skip:
+            skip = False
+        elif option == "--dest":
+            skip = True
+        elif option != "--dry-run":
+            kept.append(option)
+    return kept
+
+
+def installed_torch() -> str | None:
+    """The version of torch installed in this Python, or None."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def stop_message(index: str, why: str) -> str:
+    """What to do when torch's CPU build cannot be had: retry, a mirror, a wheelhouse, or opt in."""
+    return (f"setup stopped, nothing installed: {why}. The course needs only torch's CPU build; on "
+            f"Linux the default index serves the CUDA build ({CUDA_DOWNLOAD} with its NVIDIA libraries). "
+            f"Retry later (`make setup`), or set TORCH_INDEX to a mirror of {index}, or install from a "
+            "wheelhouse (`make lab OFFLINE=1`, docs/install.md), or accept the CUDA build: "
+            "`TORCH_INDEX=default make setup` (Windows: `set TORCH_INDEX=default`, then "
+            "`py tools/course.py setup`).")
+
+
+def torch_first(requirements: Path, index: str | None, extra: list[str], action: str = "install") -> bool:
+    """Take torch from ``index`` when it answers; return False to stop (the reason printed).
+
+    True also when torch comes from the default index with the rest: ``index`` is None (macOS,
+    Windows, ``TORCH_INDEX=default``), torch already satisfies the pin, or ``index`` did not
+    answer and the default index serves a CPU build."""
     if index is None:
-        return False
+        return True
+    pin = pinned(requirements)
+    have = installed_torch() if action == "install" else None
+    if have and pin.startswith("torch==") and have.split("+")[0] == pin.split("==", 1)[1]:
+        print(f"torch {have} is installed already: kept", flush=True)
+        return True
     start = time.monotonic()
     if not answers(index):
-        print(f"{index} did not answer (after {time.monotonic() - start:.1f} s, limit "
-              f"{PROBE_SECONDS:.0f} s): torch comes from the default index (on Linux, PyPI "
-              "serves the CUDA build, about 2.7 GB)", flush=True)
+        waited = (f"{index} did not answer (after {time.monotonic() - start:.1f} s, "
+                  f"limit {PROBE_SECONDS:.0f} s)")
+        build, detail = default_build(requirements, resolver_options(extra))
+        if build == "cpu":
+            print(f"{waited}: your default index serves a CPU build ({detail}), which is used", flush=True)
+            return True
+        why = waited + (f" and your default index serves the CUDA build ({detail})" if build == "cuda"
+                        else f", and {detail}")
+        print(stop_message(index, why), flush=True)
         return False
     # torch alone (--no-deps): its dependencies come from the default index with the rest, so
-    # what the CPU index lacks cannot fail it. --retries 1: a flaky network falls back sooner
+    # what the CPU index lacks cannot fail it. --retries 1: a flaky network gives up sooner
     if pip([action, *QUIET, *extra, "--no-deps", "--timeout", "30", "--retries", "1",
-            "--index-url", index, pinned(requirements)]) == 0:
+            "--index-url", index, pin]) == 0:
         return True
-    print(f"torch from {index} failed: it comes from the default index instead", flush=True)
+    print(stop_message(index, f"installing {pin} from {index} failed (pip's message is above)"), flush=True)
     return False
 
 
@@ -117,18 +197,20 @@ def install_lab_settings(prefix: Path = Path(sys.prefix)) -> list[Path]:
     return targets
 
 
-def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool) -> int:
-    """Install torch, the requirements, the package and the JupyterLab settings."""
+def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool,
+          dev: Path | None = None) -> int:
+    """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings."""
     extra = ["--dry-run"] if dry_run else []
+    files = ["-r", str(requirements), *(["-r", str(dev)] if dev else [])]
     if offline:
         if not any(wheelhouse.glob("torch-*.whl")):
             print(f"OFFLINE=1: no torch wheel in {wheelhouse}; fill it with `make wheelhouse` "
                   "on a machine with a network (same OS and Python) and copy it here")
             return 1
         extra += ["--no-index", "--find-links", str(wheelhouse)]
-    else:
-        torch_first(requirements, torch_index(), extra)
-    status = pip(["install", *QUIET, *extra, "-r", str(requirements)])
+    elif not torch_first(requirements, torch_index(), extra):
+        return STOPPED
+    status = pip(["install", *QUIET, *extra, *files])
     if status or dry_run:
         return status
     status = pip(["install", *QUIET, *extra, "--no-deps", "-e", str(ROOT)])
@@ -139,11 +221,12 @@ def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool) ->
 
 
 def wheelhouse(requirements: Path, dest: Path) -> int:
-    """Download every wheel the course needs into ``dest`` (setuptools too: the offline build
+    """Download every wheel a student needs into ``dest`` (setuptools too: the offline build
     of the editable package needs it)."""
     dest.mkdir(parents=True, exist_ok=True)
     links = ["--dest", str(dest), "--find-links", str(dest)]
-    torch_first(requirements, torch_index(), links, action="download")
+    if not torch_first(requirements, torch_index(), links, action="download"):
+        return STOPPED
     status = pip(["download", *QUIET, *links, "-r", str(requirements), "setuptools"])
     files = list(dest.glob("*"))
     size = sum(f.stat().st_size for f in files) / 2**20
@@ -155,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["setup", "wheelhouse"])
     parser.add_argument("--requirements", type=Path, default=ROOT / "requirements.txt")
+    parser.add_argument("--dev", action="store_true", help="also install requirements-dev.txt")
+    parser.add_argument("--dev-requirements", type=Path, default=DEV_REQUIREMENTS)
     parser.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
     parser.add_argument("--offline", action="store_true", help="install from --wheelhouse only")
     parser.add_argument("--dry-run", action="store_true",
@@ -162,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "wheelhouse":
         return wheelhouse(args.requirements, args.wheelhouse)
-    return setup(args.requirements, args.offline, args.wheelhouse, args.dry_run)
+    return setup(args.requirements, args.offline, args.wheelhouse, args.dry_run,
+                 dev=args.dev_requirements if args.dev else None)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
 """``make preflight`` (``python tools/preflight.py``): is this machine ready for the course?
 
+Runs with the standard library alone, so it can diagnose a machine where nothing is installed
+yet: Python and its ``venv``/``ensurepip``, the OS and CPU type torch ships wheels for, usable
+cores, RAM, free disk, and whether the package index answers. Run with the course's environment
+(``make preflight`` after ``make setup``), it adds the deep checks: torch's build, /dev/shm, the
+start method, the Jupyter kernel, JupyterLab serving the course, and one 2-worker epoch.
+
 One line per check, each failure with a one-line fix; exit 1 when a check fails, 0 otherwise
 (warnings do not fail). ``--skip lab,loader`` leaves out the slow checks. Under a minute.
-The readers (``shm_usage``, ``kernel_specs``, ...) are functions, so tests can replace them.
+The readers (``shm_usage``, ``kernel_specs``, ``memory``, ...) are functions, so tests can replace them.
 """
 
 from __future__ import annotations
@@ -12,24 +18,39 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import platform
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import psutil
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from loaderlab.cores import usable_cores  # noqa: E402  (standard library only)
-
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(name: str, path: Path | None = None):
+    """Import tools/<name>.py (or ``path``) by path: modules of the standard library only."""
+    spec = importlib.util.spec_from_file_location(name, path or ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+course, install = _tool("course"), _tool("install")
 KERNEL = "loaderlab"
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 GiB, MiB = 2**30, 2**20
-MIN_SHM, MIN_RAM_FREE, MIN_DISK_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 1 * GiB, 2
+MIN_SHM, MIN_RAM_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 2
+# free disk: before setup the install needs room for the student install (about 1.6 GB in .venv)
+# and pip's downloads; after it, room for the notebooks' temporary files
+MIN_DISK_BEFORE, MIN_DISK_AFTER = 3 * GiB, 1 * GiB
 LAB_START_S, LOADER_TIMEOUT_S = 45, 20
 OK, WARN, FAIL = "ok", "warn", "fail"
 MARKS = {OK: "✅", WARN: "⚠️ ", FAIL: "❌"}
+# (sys.platform, machine) pairs torch 2.13 ships wheels for (Linux: manylinux x86-64 and aarch64;
+# macOS: Apple silicon only, Intel Macs have had none since torch 2.3; Windows: x86-64)
+TORCH_WHEELS = {("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"), ("win32", "amd64")}
+DEEP_MODULES = ("torch", "psutil", "jupyter_client")
 
 
 class Result(tuple):
@@ -43,10 +64,52 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
+def installed() -> bool:
+    """True when this Python has the course installed (torch, psutil, Jupyter): the deep checks run."""
+    return all(importlib.util.find_spec(name) is not None for name in DEEP_MODULES)
+
+
 # ---- readers (replaced in tests) ----------------------------------------------------------
 def shm_usage():
-    """psutil's disk usage of /dev/shm, or None where there is none (macOS, Windows)."""
-    return psutil.disk_usage("/dev/shm") if os.path.isdir("/dev/shm") else None
+    """Disk usage of /dev/shm (total, used, free), or None where there is none (macOS, Windows)."""
+    return shutil.disk_usage("/dev/shm") if os.path.isdir("/dev/shm") else None
+
+
+def memory() -> tuple[int | None, int | None]:
+    """(total, available) bytes of RAM from the standard library; None where it cannot tell."""
+    if sys.platform == "win32":
+        import ctypes
+
+        class Status(ctypes.Structure):
+            _fields_ = [("length", ctypes.c_ulong), ("load", ctypes.c_ulong),
+                        ("total", ctypes.c_ulonglong), ("available", ctypes.c_ulonglong),
+                        *[(f"x{i}", ctypes.c_ulonglong) for i in range(5)]]
+
+        status = Status()
+        status.length = ctypes.sizeof(Status)
+        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
+            return status.total, status.available
+        return None, None
+    try:  # Linux
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        return int(fields["MemTotal"].split()[0]) * 1024, int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        pass
+    try:  # macOS and other Unixes: the total only
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), None
+    except (AttributeError, OSError, ValueError):
+        return None, None
+
+
+def machine() -> tuple[str, str]:
+    """(sys.platform, the CPU type in lower case: 'x86_64', 'arm64', 'amd64', ...)."""
+    return sys.platform, platform.machine().lower()
+
+
+def index_url() -> str:
+    """The package index pip uses: PIP_INDEX_URL, else PyPI."""
+    configured = os.environ.get("PIP_INDEX_URL", "").split()
+    return configured[0] if configured else "https://pypi.org/simple"
 
 
 def kernel_specs() -> dict[str, list[str]]:
@@ -58,20 +121,50 @@ def kernel_specs() -> dict[str, list[str]]:
 
 
 # ---- checks: each returns a Result --------------------------------------------------------
-def check_python() -> Result:
-    version = ".".join(map(str, sys.version_info[:3]))
-    if sys.version_info < (3, 10):  # noqa: UP036 (a student may run it with any Python)
-        return Result(FAIL, f"Python {version} is older than 3.10", "install Python 3.10-3.13 (3.11 recommended), then `make clean setup`")
-    note = "" if sys.version_info[:2] == (3, 11) else " (outputs were recorded with 3.11: they run here, compared only on 3.11)"
+def check_python(info: Sequence[int] = sys.version_info) -> Result:
+    version = ".".join(map(str, info[:3]))
+    if tuple(info[:2]) not in course.SUPPORTED:
+        return Result(FAIL, f"Python {version}: the course runs on {course.SUPPORTED_TEXT}",
+                      "install Python 3.11 (python.org, or your package manager), then run "
+                      "`PYTHON=python3.11 make setup` (Windows: `py -3.11 tools/course.py setup`)")
+    note = "" if tuple(info[:2]) == (3, 11) else " (outputs were recorded with 3.11: compared only there)"
     return Result(OK, f"Python {version}{note}")
 
 
 def check_venv() -> Result:
+    """The standard library's venv and ensurepip, which `make setup` needs to create .venv."""
+    missing = [name for name in ("venv", "ensurepip") if importlib.util.find_spec(name) is None]
+    if sys.prefix != sys.base_prefix or os.environ.get("CONDA_PREFIX"):
+        return Result(OK, f"running in a virtual environment: {_where()}")
+    if missing:
+        return Result(FAIL, f"this Python lacks {' and '.join(missing)}, so it cannot create .venv",
+                      "Debian/Ubuntu: `sudo apt install python3-venv`; elsewhere install Python from "
+                      "python.org")
+    return Result(OK, "venv and ensurepip are there: `make setup` can create .venv")
+
+
+def check_platform() -> Result:
+    system, cpu = machine()
+    name = f"{platform.system() or system} on {cpu or 'an unknown CPU'}"
+    if (system, cpu) in TORCH_WHEELS or (system.startswith("linux") and ("linux", cpu) in TORCH_WHEELS):
+        return Result(OK, f"{name}: torch 2.13 has wheels for it")
+    if system == "darwin":
+        return Result(FAIL, f"{name}: torch has no wheels for Intel Macs since 2.3",
+                      "use Colab or a Linux machine (docs/install.md)")
+    return Result(FAIL, f"{name}: torch 2.13 ships no wheel for this OS and CPU type",
+                  "use Colab, WSL2 or a Linux/macOS (Apple silicon)/Windows x86-64 machine (docs/install.md)")
+
+
+def check_env() -> Result:
+    """The deep checks' Python is an environment (the course's .venv, or conda's)."""
     if sys.prefix == sys.base_prefix and not os.environ.get("CONDA_PREFIX"):
         return Result(FAIL, f"{sys.executable} is not in a virtual environment",
-                      "run `make setup`, then `make preflight` (it uses .venv/bin/python)")
-    where = "the course's .venv" if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() else sys.prefix
-    return Result(OK, f"environment: {where}")
+                      "run `make setup`, then `make preflight` (it uses .venv's Python)")
+    return Result(OK, f"environment: {_where()}")
+
+
+def _where() -> str:
+    return "the course's .venv" if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() else sys.prefix
 
 
 def check_torch() -> Result:
@@ -86,34 +179,64 @@ def check_torch() -> Result:
     detail = f"torch {torch.__version__}, {build}, {size / GiB:.1f} GB on disk"
     if torch.version.cuda:
         return Result(WARN, detail + " (the course needs only the CPU build)",
-                      "fine if you want CUDA; for the 0.2 GB CPU build: `make clean setup` (Linux takes it from PyTorch's CPU index)")
+                      "fine if you want CUDA; for the 0.2 GB CPU build: `make clean setup` (Linux takes it "
+                      "from PyTorch's CPU index)")
     return Result(OK, detail)
 
 
+def usable_cores() -> int:
+    """loaderlab.cores.usable_cores (standard library only), imported by path when first asked."""
+    return _tool("cores", ROOT / "loaderlab" / "cores.py").usable_cores()
+
+
 def check_cores() -> Result:
-    cores, logical = usable_cores(), psutil.cpu_count()
-    detail = f"{cores} usable cores ({logical} logical, {psutil.cpu_count(logical=False)} physical)"
+    cores, logical = usable_cores(), os.cpu_count()
+    detail = f"{cores} usable cores ({logical} logical)"
     if cores < MIN_CORES:
         return Result(FAIL, detail + f"; the measurements need at least {MIN_CORES}",
-                      f"give the VM or container {MIN_CORES} CPUs or more (e.g. docker run --cpus={MIN_CORES})")
+                      f"give the VM or container {MIN_CORES} CPUs or more "
+                      f"(e.g. docker run --cpus={MIN_CORES})")
     return Result(OK, detail)
 
 
 def check_ram() -> Result:
-    mem = psutil.virtual_memory()
-    detail = f"{mem.total / GiB:.1f} GB RAM, {mem.available / GiB:.1f} GB available"
-    if mem.available < MIN_RAM_FREE:
+    total, available = memory()
+    if total is None:
+        return Result(WARN, "RAM not measured here", "make sure 4 GB or more are free before the course")
+    if available is None:
+        return Result(OK, f"{total / GiB:.1f} GB RAM (the free part is not measured here)")
+    detail = f"{total / GiB:.1f} GB RAM, {available / GiB:.1f} GB available"
+    if available < MIN_RAM_FREE:
         return Result(FAIL, detail + f" (the course needs {MIN_RAM_FREE / GiB:.1f} GB free)",
                       "close other programs (browser tabs, IDEs) or use a machine with 4 GB or more")
     return Result(OK, detail)
 
 
 def check_disk() -> Result:
-    free = psutil.disk_usage(str(ROOT)).free
-    if free < MIN_DISK_FREE:
-        return Result(FAIL, f"{free / GiB:.1f} GB free on the course's disk (needs {MIN_DISK_FREE / GiB:.0f} GB)",
+    free = shutil.disk_usage(ROOT).free
+    need = MIN_DISK_AFTER if installed() else MIN_DISK_BEFORE
+    if free < need:
+        return Result(FAIL, f"{free / GiB:.1f} GB free on the course's disk (needs {need / GiB:.0f} GB)",
                       "free some space (`pip cache purge` frees pip's downloads)")
     return Result(OK, f"{free / GiB:.0f} GB free on the course's disk")
+
+
+def check_index() -> Result:
+    """The package index answers (bounded: a firewall that drops packets cannot hang it); on
+    Linux also PyTorch's CPU index, without which setup stops rather than fetch the CUDA build."""
+    if any((ROOT / "wheelhouse").glob("torch-*.whl")):
+        return Result(OK, "wheelhouse/ holds torch: `make lab OFFLINE=1` needs no network")
+    index = index_url()
+    if not install.answers(index, project="pip"):
+        return Result(FAIL, f"the package index {index} did not answer within {install.PROBE_SECONDS:.0f} s",
+                      "check the network or proxy (pip honours HTTPS_PROXY), or install from a wheelhouse "
+                      "(`make lab OFFLINE=1`, docs/install.md)")
+    torch_index = install.torch_index()
+    if torch_index and not install.answers(torch_index):
+        return Result(WARN, f"{index} answers; PyTorch's CPU index {torch_index} does not",
+                      "`make setup` stops unless your index serves torch's CPU build: retry later, or see "
+                      "docs/install.md (TORCH_INDEX, a wheelhouse)")
+    return Result(OK, f"{index} answers" + (f", and so does {torch_index}" if torch_index else ""))
 
 
 def check_shm() -> Result:
@@ -188,8 +311,10 @@ def check_lab() -> Result:
     return Result(OK, f"JupyterLab started in {seconds:.0f} s, served the course (kernel {KERNEL}, no news pop-up), stopped")
 
 
-def _helper(proc: psutil.Process) -> bool:
+def _helper(proc) -> bool:
     """True for multiprocessing's own long-lived helpers (resource tracker, forkserver)."""
+    import psutil
+
     try:
         return any(h in " ".join(proc.cmdline()) for h in ("resource_tracker", "forkserver"))
     except psutil.Error:
@@ -198,6 +323,8 @@ def _helper(proc: psutil.Process) -> bool:
 
 def check_loader() -> Result:
     """One epoch of a 2-worker DataLoader, every batch bounded by ``LOADER_TIMEOUT_S``."""
+    import psutil
+
     try:
         import torch
         from torch.utils.data import DataLoader, TensorDataset
@@ -222,18 +349,26 @@ def check_loader() -> Result:
 
 
 CHECKS: dict[str, Callable[[], Result]] = {
-    "python": check_python, "venv": check_venv, "torch": check_torch, "cores": check_cores,
-    "ram": check_ram, "disk": check_disk, "shm": check_shm, "start": check_start_method,
-    "kernel": check_kernel, "lab": check_lab, "loader": check_loader,
+    "python": check_python, "venv": check_venv, "platform": check_platform, "index": check_index,
+    "env": check_env, "torch": check_torch, "cores": check_cores, "ram": check_ram, "disk": check_disk,
+    "shm": check_shm, "start": check_start_method, "kernel": check_kernel, "lab": check_lab,
+    "loader": check_loader,
 }
+# before setup: what the standard library can tell; after it, in the course's environment, the rest
+BEFORE_SETUP = ("python", "venv", "platform", "cores", "ram", "disk", "index")
+AFTER_SETUP = ("python", "env", "platform", "torch", "cores", "ram", "disk", "shm", "start", "kernel",
+               "lab", "loader")
 
 
-def run(skip: Sequence[str] = ()) -> int:
-    """Run every check not in ``skip``, print one line each; return the exit status."""
+def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
+    """Run the checks of this phase (``deep``: after setup; default: whether the course is
+    installed in this Python) not in ``skip``, print one line each; return the exit status."""
     failed = warned = 0
     start = time.monotonic()
-    for name, check in CHECKS.items():
-        if name in skip:
+    deep = installed() if deep is None else deep
+    for name in AFTER_SETUP if deep else BEFORE_SETUP:
+        check = CHECKS.get(name)
+        if check is None or name in skip:
             continue
         try:
             status, detail, fix = check()
@@ -242,7 +377,13 @@ def run(skip: Sequence[str] = ()) -> int:
         failed += status == FAIL
         warned += status == WARN
         print(f"{MARKS[status]} {name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""), flush=True)
-    verdict = "ready for the course" if not failed else f"{failed} check(s) failed: fix them and run `make preflight` again"
+    if failed:
+        verdict = f"{failed} check(s) failed: fix them and run `make preflight` again"
+    elif deep:
+        verdict = "ready for the course"
+    else:
+        verdict = ("ready to install: run `make lab` (Windows: `py tools/course.py lab`); after setup, "
+                   "`make preflight` also checks torch, the kernel, JupyterLab and a 2-worker epoch")
     print(f"preflight: {verdict} ({warned} warning(s), {time.monotonic() - start:.0f} s)")
     return 1 if failed else 0
 
