@@ -170,8 +170,8 @@ class BoundedChild:
                 while _group_members(pid) and time.monotonic() < settle:
                     time.sleep(0.05)
                 left_running = len(_group_members(pid))
-            elif not self.is_command:  # ask for its stack (faulthandler), give it a moment to write it
-                with contextlib.suppress(OSError):
+            elif not self.is_command and hasattr(signal, "SIGUSR1"):  # Windows has no SIGUSR1: no stack
+                with contextlib.suppress(OSError):  # ask for its stack (faulthandler), let it write it
                     os.kill(pid, signal.SIGUSR1)
                 _wait_for_exit(self.process, time.monotonic() + _DUMP_WAIT_S)
         finally:  # also on KeyboardInterrupt: nothing of the child may outlive this call
@@ -289,8 +289,12 @@ def _kill_family(pid: int, wait_s: float = 5.0) -> None:
         family = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         family = []
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    else:  # Windows has no process groups: the child itself, then the descendants found above
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
     for member in family:
         with contextlib.suppress(psutil.Error):
             member.kill()
@@ -307,7 +311,14 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def _group_members(pgid: int) -> list[int]:
-    """Return the pids of the processes in group ``pgid`` that are not zombies."""
+    """Return the pids of the processes in group ``pgid`` that are not zombies. Windows has no
+    process groups: there, the running descendants of process ``pgid`` while it still exists
+    (so processes that an exited child left behind are not counted)."""
+    if not hasattr(os, "getpgid"):
+        try:
+            return [proc.pid for proc in psutil.Process(pgid).children(recursive=True) if _running(proc)]
+        except psutil.Error:
+            return []
     members = []
     for proc in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):

@@ -71,7 +71,9 @@ class CrashingDataset(Dataset):
             raise FetchError(f"sample_{index}.jpg", "truncated file")
         if get_worker_info() is None:
             raise RuntimeError("mode='kill' only kills worker processes, not the main process")
-        os.kill(os.getpid(), signal.SIGKILL)
+        # SIGKILL, as the out-of-memory killer sends it; Windows has none, and there os.kill with
+        # SIGTERM calls TerminateProcess: the same abrupt end, reported as an unexpected exit
+        os.kill(os.getpid(), signal.SIGKILL if hasattr(signal, "SIGKILL") else signal.SIGTERM)
 
 
 def source_line(function: Callable[..., Any], text: str) -> int:
@@ -192,15 +194,21 @@ def request_stack_dumps(
     settle_s: float = 0.3,
     timeout_s: float = 60.0,
 ) -> dict[int, str]:
-    """Return ``{worker_id: stack text}``: signal each worker set up by ``StackDumpOnSignal``
-    and wait (up to ``timeout_s``) for its dump. Only pids read from the dump files are signalled.
+    """Return ``{worker_id: stack text}``: signal each worker whose worker_init_fn registered
+    ``faulthandler`` on ``signum`` (default SIGUSR1), writing its pid on the first line of
+    ``directory/worker-<id>.stack`` (notebook 08's ``lesson08.py``), and wait (up to
+    ``timeout_s``) for its dump. Only pids read from the dump files are signalled.
 
     Workers are signalled ``settle_s`` seconds after the last one has started, so that they
-    have had time to reach the place where they are stuck.
+    have had time to reach the place where they are stuck. Windows has no SIGUSR1: without a
+    ``signum`` this raises NotImplementedError there, saying so in one sentence.
     """
     require_positive(n_workers, "n_workers")
     timeout_s = require_seconds(timeout_s, "timeout_s", positive=True)
     settle_s = require_seconds(settle_s, "settle_s", positive=True)
+    if signum is None and not hasattr(signal, "SIGUSR1"):
+        raise NotImplementedError("stack dumps on a signal need SIGUSR1, which Windows lacks: run this "
+                                  "section on Linux, macOS or WSL2")
     signum = int(signal.SIGUSR1) if signum is None else int(signum)
     directory = Path(directory)
     deadline = time.monotonic() + timeout_s
