@@ -65,9 +65,10 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
 }
 
 
-def venv_python(venv: Path = VENV, platform: str = sys.platform) -> Path:
-    """The virtual environment's Python: ``Scripts\\python.exe`` on Windows, ``bin/python`` elsewhere."""
-    return venv / ("Scripts/python.exe" if platform == "win32" else "bin/python")
+def venv_python(venv: Path | None = None, platform: str = sys.platform) -> Path:
+    """The virtual environment's Python (default: .venv's): ``Scripts\\python.exe`` on Windows,
+    ``bin/python`` elsewhere."""
+    return (VENV if venv is None else venv) / ("Scripts/python.exe" if platform == "win32" else "bin/python")
 
 
 def shown(argv: Sequence[str | os.PathLike]) -> str:
@@ -111,8 +112,9 @@ def _digest(level: str) -> str:
     return data.hexdigest()
 
 
-def installed_level(venv: Path = VENV) -> str | None:
+def installed_level(venv: Path | None = None) -> str | None:
     """The install level whose inputs have not changed since .venv got it, or None."""
+    venv = VENV if venv is None else venv
     try:
         stamp = json.loads((venv / STAMP_NAME).read_text())
         level = stamp["level"]
@@ -122,7 +124,7 @@ def installed_level(venv: Path = VENV) -> str | None:
     return level if fresh and venv_python(venv).exists() else None
 
 
-def is_set_up(level: str, venv: Path = VENV) -> bool:
+def is_set_up(level: str, venv: Path | None = None) -> bool:
     """True when .venv holds ``level`` (or more) installed from the current inputs."""
     have = installed_level(venv)
     return have is not None and LEVELS.index(have) >= LEVELS.index(level)

@@ -1,0 +1,134 @@
+"""tools/course.py, the one entry point the Makefile calls (`make X` = `python3 tools/course.py X`):
+every Makefile target has its command and the other way round, make's variables reach it, the
+venv's Python is found per platform, setup runs again only when its inputs change, and the test
+commands take their arguments from tools/tiers.py. Nothing here installs: --dry-run only."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("course", ROOT / "tools" / "course.py")
+course = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(course)
+sys.path.insert(0, str(ROOT / "tools"))
+import tiers  # noqa: E402
+
+
+def _make_n(*args: str) -> list[str]:
+    done = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _dry(*args: str) -> list[str]:
+    """The commands `course.py ARGS --dry-run` prints (run outside the tiers' own variables,
+    which it shows only where they change the environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLAB_")}
+    done = subprocess.run([sys.executable, "tools/course.py", *args, "--dry-run"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+
+
+def test_every_make_target_is_one_course_command_and_back():
+    text = (ROOT / "Makefile").read_text()
+    targets = re.findall(r"^([a-z][\w-]*):", text, re.M)
+    assert sorted(targets) == sorted(course.COMMANDS)
+    for target in targets:
+        assert _make_n(target)[0].split()[:3] == ["python3", "tools/course.py", target], target
+
+
+@pytest.mark.parametrize("make_args, line", [
+    (["soak", "N=2", "LOAD=1"], "python3 tools/course.py soak --runs 2 --load"),
+    (["soak"], "python3 tools/course.py soak --runs 3"),
+    (["execute", "NB=notebooks/03_x.ipynb"], "python3 tools/course.py execute notebooks/03_x.ipynb"),
+    (["labs", "CHECK=1"], "python3 tools/course.py labs --check"),
+    (["lab", "OFFLINE=1"], "python3 tools/course.py lab --offline"),
+    (["setup", "PYTHON=/opt/py3.12/bin/python"], "/opt/py3.12/bin/python tools/course.py setup"),
+])
+def test_make_variables_reach_course_py(make_args, line):
+    assert _make_n(*make_args)[0].strip() == line
+
+
+@pytest.mark.parametrize("platform, path", [("win32", ".venv/Scripts/python.exe"), ("linux", ".venv/bin/python"),
+                                            ("darwin", ".venv/bin/python")])
+def test_the_venv_python_per_platform(platform, path):
+    assert course.venv_python(Path(".venv"), platform).as_posix() == path
+
+
+def test_setup_runs_again_only_when_its_inputs_change(tmp_path, monkeypatch):
+    venv = tmp_path / ".venv"
+    python = course.venv_python(venv)
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    for name in course.SETUP_INPUTS["dev"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    monkeypatch.setattr(course, "ROOT", tmp_path)
+    monkeypatch.setattr(course, "VENV", venv)
+    assert not course.is_set_up("lab", venv)
+    (venv / course.STAMP_NAME).write_text("")  # the old Makefile's empty stamp
+    assert not course.is_set_up("lab", venv)
+    calls = []
+
+    class Recorder(course.Runner):
+        def __call__(self, argv, env=None, quiet=False, unset=()):
+            calls.append([str(a) for a in argv])
+            return 0
+
+    assert course.setup(Recorder(), "lab") == 0
+    assert [c[1:3] for c in calls] == [["tools/install.py", "setup"], ["-m", "ipykernel"], ["-c", "import matplotlib.pyplot"]]
+    assert course.is_set_up("lab", venv) and not course.is_set_up("dev", venv)
+    calls.clear()
+    assert course.setup(Recorder(), "lab") == 0 and calls == []  # nothing changed: nothing runs
+    assert course.setup(Recorder(), "dev") == 0 and calls[0][1:4] == ["tools/install.py", "setup", "--dev"]
+    assert course.is_set_up("lab", venv) and course.is_set_up("dev", venv)
+    (tmp_path / "requirements.txt").write_text("numpy==9\n")
+    assert not course.is_set_up("lab", venv)
+
+
+def test_test_commands_take_their_arguments_from_tiers():
+    python = course.venv_python()
+    for name in ("test", "unit", "notebooks", "test-spawn"):
+        env, args = tiers.tier(name)
+        lines = _dry(name)
+        expected = " ".join([*(f"{k}={v}" for k, v in env.items()),
+                             shlex.join([".venv/bin/python", "-m", "pytest", *args])])
+        assert lines[-1] == "+ " + expected, (name, lines)
+        if name == "test":
+            assert lines[-2].startswith(f"+ {python.relative_to(ROOT).as_posix()} -m ruff check")
+
+
+def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):
+    monkeypatch.setattr(course, "is_set_up", lambda level, venv=None: True)
+    monkeypatch.setattr(course, "tier", lambda name, python: (_ for _ in ()).throw(
+        LookupError(f"tools/tiers.py gives no tier {name!r} (KeyError: {name!r})")))
+    assert course.main(["check", "--dry-run"]) == 2
+    assert capsys.readouterr().out == "course.py check: tools/tiers.py gives no tier 'check' (KeyError: 'check')\n"
+
+
+def test_preflight_and_student_need_no_setup(tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "VENV", tmp_path / "no-venv")
+    calls = []
+    monkeypatch.setattr(course.Runner, "__call__", lambda self, argv, **kw: calls.append(argv) or 0)
+    assert course.main(["preflight"]) == 0 and course.main(["student"]) == 0
+    assert [[str(a) for a in c] for c in calls] == [[sys.executable, "tools/preflight.py"],
+                                                   [sys.executable, "tools/make_student.py"]]
+
+
+def test_an_unsupported_python_does_not_create_the_venv(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(course, "VENV", tmp_path / ".venv")
+    monkeypatch.setattr(course, "SUPPORTED", [(3, 99)])
+    assert course.setup(course.Runner(dry_run=True), "lab") == 2
+    assert "is not supported: the course runs on Python 3.11, 3.12 or 3.13" in capsys.readouterr().out
+    assert not (tmp_path / ".venv").exists()
+
