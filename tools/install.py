@@ -144,8 +144,8 @@ def installed_torch() -> str | None:
 
 def stop_message(index: str, why: str) -> str:
     """What to do when torch's CPU build cannot be had: retry, a mirror, a wheelhouse, or opt in."""
-    return (f"setup stopped, nothing installed: {why}. The course needs only torch's CPU build; on "
-            f"Linux the default index serves the CUDA build ({CUDA_DOWNLOAD} with its NVIDIA libraries). "
+    return (f"setup stopped, nothing installed: {why}. The course needs only torch's CPU build "
+            f"(about 190 MB); Linux's CUDA build is {CUDA_DOWNLOAD} with its NVIDIA libraries. "
             f"Retry later (`make setup`), or set TORCH_INDEX to a mirror of {index}, or install from a "
             "wheelhouse (`make lab OFFLINE=1`, docs/install.md), or accept the CUDA build: "
             "`TORCH_INDEX=default make setup` (Windows: `set TORCH_INDEX=default`, then "
