@@ -130,9 +130,12 @@ def is_set_up(level: str, venv: Path | None = None) -> bool:
     return have is not None and LEVELS.index(have) >= LEVELS.index(level)
 
 
-def setup(run: Runner, level: str = "lab", offline: bool = False) -> int:
-    """Create .venv if needed and install ``level`` into it, unless already done; return the status."""
+def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool = False) -> int:
+    """Create .venv if needed and install ``level`` into it, unless already done (``say_done``:
+    say so in one line); return the status."""
     if is_set_up(level):
+        if say_done:
+            print(f"setup: .venv holds the {installed_level()} install and its inputs have not changed")
         return 0
     python = venv_python()
     steps: list[tuple[list, bool]] = []
@@ -221,9 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "student":
         return run([sys.executable, "tools/make_student.py", *extra])
     if command == "preflight":  # no setup: before it, preflight checks what the standard library can
-        return run([python if is_set_up("lab") else sys.executable, "tools/preflight.py", *extra])
+        return run([python if python.exists() else sys.executable, "tools/preflight.py", *extra])
     if level is not None:
-        status = setup(run, level, offline=args.offline)
+        status = setup(run, level, offline=args.offline, say_done=command == "setup")
         if status or command == "setup":
             return status
     if command == "lab":  # notebooks choose their own matplotlib backend (inline)

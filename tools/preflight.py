@@ -273,7 +273,9 @@ def check_kernel() -> Result:
     if KERNEL not in specs:
         return Result(FAIL, f"Jupyter kernel {KERNEL!r} is not registered (found: {', '.join(sorted(specs)) or 'none'})", fix)
     python = (specs[KERNEL] or ["?"])[0]
-    if os.path.isabs(python) and os.path.abspath(python) != os.path.abspath(sys.executable):
+    # the same environment: the same bin folder (python and python3 there are links to one file,
+    # and every environment's python links to its base interpreter, so the files cannot tell)
+    if os.path.isabs(python) and Path(python).parent.resolve() != Path(sys.executable).parent.resolve():
         return Result(FAIL, f"kernel {KERNEL!r} runs {python}, not this environment's Python", fix)
     return Result(OK, f"Jupyter kernel {KERNEL!r} runs this environment's Python")
 
