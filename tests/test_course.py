@@ -33,8 +33,14 @@ def _dry(*args: str) -> list[str]:
     """The commands `course.py ARGS --dry-run` prints (run outside the tiers' own variables,
     which it shows only where they change the environment)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLAB_")}
-    done = subprocess.run([sys.executable, "tools/course.py", *args, "--dry-run"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "tools/course.py", *args, "--dry-run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return [line for line in done.stdout.splitlines() if line.startswith("+ ")]
 
@@ -47,20 +53,25 @@ def test_every_make_target_is_one_course_command_and_back():
         assert _make_n(target)[0].split()[:3] == ["python3", "tools/course.py", target], target
 
 
-@pytest.mark.parametrize("make_args, line", [
-    (["soak", "N=2", "LOAD=1"], "python3 tools/course.py soak --runs 2 --load"),
-    (["soak"], "python3 tools/course.py soak --runs 3"),
-    (["execute", "NB=notebooks/03_x.ipynb"], "python3 tools/course.py execute notebooks/03_x.ipynb"),
-    (["labs", "CHECK=1"], "python3 tools/course.py labs --check"),
-    (["lab", "OFFLINE=1"], "python3 tools/course.py lab --offline"),
-    (["setup", "PYTHON=/opt/py3.12/bin/python"], "/opt/py3.12/bin/python tools/course.py setup"),
-])
+@pytest.mark.parametrize(
+    "make_args, line",
+    [
+        (["soak", "N=2", "LOAD=1"], "python3 tools/course.py soak --runs 2 --load"),
+        (["soak"], "python3 tools/course.py soak --runs 3"),
+        (["execute", "NB=notebooks/03_x.ipynb"], "python3 tools/course.py execute notebooks/03_x.ipynb"),
+        (["labs", "CHECK=1"], "python3 tools/course.py labs --check"),
+        (["lab", "OFFLINE=1"], "python3 tools/course.py lab --offline"),
+        (["setup", "PYTHON=/opt/py3.12/bin/python"], "/opt/py3.12/bin/python tools/course.py setup"),
+    ],
+)
 def test_make_variables_reach_course_py(make_args, line):
     assert _make_n(*make_args)[0].strip() == line
 
 
-@pytest.mark.parametrize("platform, path", [("win32", ".venv/Scripts/python.exe"), ("linux", ".venv/bin/python"),
-                                            ("darwin", ".venv/bin/python")])
+@pytest.mark.parametrize(
+    "platform, path",
+    [("win32", ".venv/Scripts/python.exe"), ("linux", ".venv/bin/python"), ("darwin", ".venv/bin/python")],
+)
 def test_the_venv_python_per_platform(platform, path):
     assert course.venv_python(Path(".venv"), platform).as_posix() == path
 
@@ -86,7 +97,11 @@ def test_setup_runs_again_only_when_its_inputs_change(tmp_path, monkeypatch):
             return 0
 
     assert course.setup(Recorder(), "lab") == 0
-    assert [c[1:3] for c in calls] == [["tools/install.py", "setup"], ["-m", "ipykernel"], ["-c", "import matplotlib.pyplot"]]
+    assert [c[1:3] for c in calls] == [
+        ["tools/install.py", "setup"],
+        ["-m", "ipykernel"],
+        ["-c", "import matplotlib.pyplot"],
+    ]
     assert course.is_set_up("lab", venv) and not course.is_set_up("dev", venv)
     calls.clear()
     assert course.setup(Recorder(), "lab") == 0 and calls == []  # nothing changed: nothing runs
@@ -101,8 +116,9 @@ def test_test_commands_take_their_arguments_from_tiers():
     for name in ("test", "unit", "notebooks", "test-spawn"):
         env, args = tiers.tier(name)
         lines = _dry(name)
-        expected = " ".join([*(f"{k}={v}" for k, v in env.items()),
-                             shlex.join([".venv/bin/python", "-m", "pytest", *args])])
+        expected = " ".join(
+            [*(f"{k}={v}" for k, v in env.items()), shlex.join([".venv/bin/python", "-m", "pytest", *args])]
+        )
         assert lines[-1] == "+ " + expected, (name, lines)
         if name == "test":
             assert lines[-2].startswith(f"+ {python.relative_to(ROOT).as_posix()} -m ruff check")
@@ -110,10 +126,18 @@ def test_test_commands_take_their_arguments_from_tiers():
 
 def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):
     monkeypatch.setattr(course, "is_set_up", lambda level, venv=None: True)
-    monkeypatch.setattr(course, "tier", lambda name, python: (_ for _ in ()).throw(
-        LookupError(f"tools/tiers.py gives no tier {name!r} (KeyError: {name!r})")))
+    monkeypatch.setattr(
+        course,
+        "tier",
+        lambda name, python: (_ for _ in ()).throw(
+            LookupError(f"tools/tiers.py gives no tier {name!r} (KeyError: {name!r})")
+        ),
+    )
     assert course.main(["check", "--dry-run"]) == 2
-    assert capsys.readouterr().out == "course.py check: tools/tiers.py gives no tier 'check' (KeyError: 'check')\n"
+    assert (
+        capsys.readouterr().out
+        == "course.py check: tools/tiers.py gives no tier 'check' (KeyError: 'check')\n"
+    )
 
 
 def test_preflight_and_student_need_no_setup(tmp_path, monkeypatch):
@@ -121,8 +145,10 @@ def test_preflight_and_student_need_no_setup(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(course.Runner, "__call__", lambda self, argv, **kw: calls.append(argv) or 0)
     assert course.main(["preflight"]) == 0 and course.main(["student"]) == 0
-    assert [[str(a) for a in c] for c in calls] == [[sys.executable, "tools/preflight.py"],
-                                                   [sys.executable, "tools/make_student.py"]]
+    assert [[str(a) for a in c] for c in calls] == [
+        [sys.executable, "tools/preflight.py"],
+        [sys.executable, "tools/make_student.py"],
+    ]
 
 
 def test_an_unsupported_python_does_not_create_the_venv(tmp_path, monkeypatch, capsys):
@@ -131,4 +157,3 @@ def test_an_unsupported_python_does_not_create_the_venv(tmp_path, monkeypatch, c
     assert course.setup(course.Runner(dry_run=True), "lab") == 2
     assert "is not supported: the course runs on Python 3.11, 3.12 or 3.13" in capsys.readouterr().out
     assert not (tmp_path / ".venv").exists()
-

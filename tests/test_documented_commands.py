@@ -33,8 +33,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ["README.md", "CONTRIBUTING.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
-FIRST_WORDS = ("make", "python", "python3", "py", ".venv/bin/python", "conda", "pip", "!pip", "jupyter", "git",
-               "wsl", "set", "bash", "docker", "source", "sudo", "apt", "curl")
+FIRST_WORDS = (
+    "make",
+    "python",
+    "python3",
+    "py",
+    ".venv/bin/python",
+    "conda",
+    "pip",
+    "!pip",
+    "jupyter",
+    "git",
+    "wsl",
+    "set",
+    "bash",
+    "docker",
+    "source",
+    "sudo",
+    "apt",
+    "curl",
+)
 VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*=")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
@@ -91,7 +109,9 @@ COMMANDS: dict[str, tuple] = {
     "py tools/course.py setup": DRY(INSTALLS),
     "py -3.11 tools/course.py setup": DRY(INSTALLS + "; -3.11 picks the Python of Windows' launcher"),
     "py tools/course.py": WORD("the entry point named in prose"),
-    "PYTHON=python3.12 make setup": DRY(INSTALLS + " with another Python (measured by hand: docs/install.md)"),
+    "PYTHON=python3.12 make setup": DRY(
+        INSTALLS + " with another Python (measured by hand: docs/install.md)"
+    ),
     "TORCH_INDEX=default make setup": DRY("downloads torch's CUDA build, 2.74 GB"),
     "LOADERLAB_START_METHOD=spawn make lab": DRY(SERVER),
     "make wheelhouse": DRY("downloads every wheel a student needs, about 295 MB"),
@@ -115,19 +135,24 @@ COMMANDS: dict[str, tuple] = {
     "python -m loaderlab doctor my_module:make_loader": RUN(timeout=180, module="my_module"),
     "python -m loaderlab doctor module:make_loader": RUN(timeout=180, module="module"),
     ".venv/bin/python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
-        timeout=60, codes=(0, 2), says="submissions"),
+        timeout=60, codes=(0, 2), says="submissions"
+    ),
     "python tools/grade.py SUBMISSION.ipynb... --csv PATH [--timeout S]": VARIANT(
-        "python tools/grade.py --help", "a synopsis: its --help must answer"),
-    "python tools/make_cheatsheet.py": VARIANT("python tools/make_cheatsheet.py --check",
-                                               "it rewrites docs/cheatsheet.md; --check compares"),
+        "python tools/grade.py --help", "a synopsis: its --help must answer"
+    ),
+    "python tools/make_cheatsheet.py": VARIANT(
+        "python tools/make_cheatsheet.py --check", "it rewrites docs/cheatsheet.md; --check compares"
+    ),
     # elsewhere: conda, Colab, Windows
     "conda env create -f environment.yml": ELSEWHERE("no conda here", "environment.yml", "requirements.txt"),
     "conda activate loaderlab": ELSEWHERE("no conda here", "environment.yml"),
     'python -m ipykernel install --user --name loaderlab --display-name "Python (loaderlab)"': ELSEWHERE(
-        "the conda route: it writes a kernel into your home folder (make setup registers it in .venv)"),
+        "the conda route: it writes a kernel into your home folder (make setup registers it in .venv)"
+    ),
     "jupyter lab": ELSEWHERE("the conda route's server (make lab's runs in make preflight)"),
     "!pip install -q -r requirements.txt -e .": VARIANT(
-        "python -m pip install -q --dry-run -r requirements.txt -e .", "Colab's cell: pip resolves it here"),
+        "python -m pip install -q --dry-run -r requirements.txt -e .", "Colab's cell: pip resolves it here"
+    ),
     "set TORCH_INDEX=default": ELSEWHERE("Windows' cmd.exe"),
     "source .venv/bin/activate": ELSEWHERE("changes the shell it runs in: the RUN commands use .venv's PATH"),
     "wsl --install": ELSEWHERE("Windows"),
@@ -147,8 +172,11 @@ def documented() -> dict[str, str]:
         lines = []
         for language, body in FENCE.findall(text):
             if language in SHELLS:
-                lines += [line.split(" #", 1)[0].strip() for line in body.splitlines()
-                          if line.strip() and not line.strip().startswith("#")]
+                lines += [
+                    line.split(" #", 1)[0].strip()
+                    for line in body.splitlines()
+                    if line.strip() and not line.strip().startswith("#")
+                ]
         for span in INLINE.findall(FENCE.sub("", text)):
             words = span.split()
             if words and (words[0] in FIRST_WORDS or VARIABLE.match(words[0]) and len(words) > 1):
@@ -176,21 +204,33 @@ def _environment() -> dict[str, str]:
 
 
 def _shell(command: str, timeout: int, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=_environment(), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _no_traceback(done: subprocess.CompletedProcess, command: str) -> None:
     assert "Traceback (most recent call last)" not in done.stdout + done.stderr, (
-        f"{command} printed a traceback:\n{(done.stdout + done.stderr)[-3000:]}")
+        f"{command} printed a traceback:\n{(done.stdout + done.stderr)[-3000:]}"
+    )
 
 
 def _dry(command: str) -> None:
     """`make -n` for make commands, then each course.py line it shows with --dry-run."""
     words = shlex.split(command)
-    variables = [w for w in words if VARIABLE.match(w) and words.index(w) < 1 + words.index(
-        next(w2 for w2 in words if not VARIABLE.match(w2)))]
-    rest = words[len(variables):]
+    variables = [
+        w
+        for w in words
+        if VARIABLE.match(w)
+        and words.index(w) < 1 + words.index(next(w2 for w2 in words if not VARIABLE.match(w2)))
+    ]
+    rest = words[len(variables) :]
     prefix = " ".join(shlex.quote(v) for v in variables)
     if rest[0] == "make":
         shown = _shell(f"{prefix} make -n {shlex.join(rest[1:])}", 30)
@@ -238,5 +278,7 @@ def test_documented_command(command, tmp_path):
         cwd = tmp_path
     done = _shell(command, timeout, cwd)
     _no_traceback(done, command)
-    assert done.returncode in codes, f"{command} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    assert done.returncode in codes, (
+        f"{command} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    )
     assert says in done.stdout + done.stderr, f"{command} did not say {says!r}:\n{done.stdout[-2000:]}"

@@ -35,8 +35,14 @@ def _closed_port() -> int:
 
 def _setup(*args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "tools/install.py", "setup", "--dry-run", *args], cwd=ROOT,
-                            env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "tools/install.py", "setup", "--dry-run", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return result, time.monotonic() - start
 
 
@@ -49,10 +55,14 @@ def _stand_in_index(folder: Path, needs: list[str]) -> Path:
     folder.mkdir()
     info = f"torch-{STAND_IN}.dist-info"
     with zipfile.ZipFile(folder / f"torch-{STAND_IN}-py3-none-any.whl", "w") as wheel:
-        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {STAND_IN}\n"
-                       + "".join(f"Requires-Dist: {need}\n" for need in needs))
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                       "Tag: py3-none-any\n")
+        wheel.writestr(
+            f"{info}/METADATA",
+            f"Metadata-Version: 2.1\nName: torch\nVersion: {STAND_IN}\n"
+            + "".join(f"Requires-Dist: {need}\n" for need in needs),
+        )
+        wheel.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         wheel.writestr(f"{info}/RECORD", "")
     return folder
 
@@ -67,7 +77,9 @@ def test_default_build_tells_cpu_from_cuda_by_the_wheels_dependencies(tmp_path):
     for name, needs, build in (("cpu", [], "cpu"), ("cuda", CUDA_NEEDS, "cuda")):
         folder = _stand_in_index(tmp_path / name, needs)
         assert install.default_build(requirements, ["--no-index", "--find-links", str(folder)]) == (
-            build, f"torch-{STAND_IN}-py3-none-any.whl")
+            build,
+            f"torch-{STAND_IN}-py3-none-any.whl",
+        )
     empty = tmp_path / "empty"
     empty.mkdir()
     build, why = install.default_build(requirements, ["--no-index", "--find-links", str(empty)])
@@ -118,7 +130,10 @@ def test_a_failed_install_from_the_cpu_index_stops(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(install, "pip", lambda args: 1)
     assert install.torch_first(requirements, install.CPU_INDEX, []) is False
     out = capsys.readouterr().out
-    assert f"installing {TORCH_PIN.strip()} from {install.CPU_INDEX} failed" in out and "TORCH_INDEX=default" in out
+    assert (
+        f"installing {TORCH_PIN.strip()} from {install.CPU_INDEX} failed" in out
+        and "TORCH_INDEX=default" in out
+    )
     monkeypatch.setattr(install, "torch_first", lambda *a, **k: False)
     assert install.setup(requirements, False, tmp_path, dry_run=True) == install.STOPPED
 
@@ -156,26 +171,48 @@ def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monk
     thread.start()
     try:
         assert install.answers(f"http://127.0.0.1:{server.server_address[1]}/", timeout=5)
-        assert not install.answers(f"http://127.0.0.1:{server.server_address[1]}/", project="nothing", timeout=5)
+        assert not install.answers(
+            f"http://127.0.0.1:{server.server_address[1]}/", project="nothing", timeout=5
+        )
         index = f"http://127.0.0.1:{server.server_address[1]}/"
         calls = _record_pip(monkeypatch)
         monkeypatch.setattr(install, "installed_torch", lambda: None)  # as in a new .venv
         assert install.torch_first(requirements, index, ["--dry-run"]) is True
-        assert calls == [["install", *install.QUIET, "--dry-run", "--no-deps", "--timeout", "30", "--retries", "1",
-                          "--index-url", index, TORCH_PIN.strip()]]
+        assert calls == [
+            [
+                "install",
+                *install.QUIET,
+                "--dry-run",
+                "--no-deps",
+                "--timeout",
+                "30",
+                "--retries",
+                "1",
+                "--index-url",
+                index,
+                TORCH_PIN.strip(),
+            ]
+        ]
     finally:
         server.shutdown()
         server.server_close()
 
 
-@pytest.mark.parametrize("environ, platform, index", [
-    ({}, "linux", install.CPU_INDEX),
-    ({}, "darwin", None),
-    ({}, "win32", None),
-    ({"TORCH_INDEX": "https://download.pytorch.org/whl/cu126"}, "linux", "https://download.pytorch.org/whl/cu126"),
-    ({"TORCH_INDEX": "default"}, "linux", None),
-    ({"TORCH_INDEX": ""}, "linux", None),
-])
+@pytest.mark.parametrize(
+    "environ, platform, index",
+    [
+        ({}, "linux", install.CPU_INDEX),
+        ({}, "darwin", None),
+        ({}, "win32", None),
+        (
+            {"TORCH_INDEX": "https://download.pytorch.org/whl/cu126"},
+            "linux",
+            "https://download.pytorch.org/whl/cu126",
+        ),
+        ({"TORCH_INDEX": "default"}, "linux", None),
+        ({"TORCH_INDEX": ""}, "linux", None),
+    ],
+)
 def test_torch_index_choice(environ, platform, index):
     assert install.torch_index(environ, platform) == index
 
@@ -189,8 +226,18 @@ def test_offline_installs_from_the_wheelhouse_only(tmp_path, monkeypatch, capsys
     (tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
     monkeypatch.setattr(install, "answers", lambda *a, **k: pytest.fail("offline must not probe an index"))
     assert install.setup(requirements, True, tmp_path, dry_run=True) == 0
-    assert calls == [["install", *install.QUIET, "--dry-run", "--no-index", "--find-links", str(tmp_path),
-                      "-r", str(requirements)]]
+    assert calls == [
+        [
+            "install",
+            *install.QUIET,
+            "--dry-run",
+            "--no-index",
+            "--find-links",
+            str(tmp_path),
+            "-r",
+            str(requirements),
+        ]
+    ]
 
 
 def test_the_dev_install_adds_requirements_dev(tmp_path, monkeypatch):
@@ -201,8 +248,10 @@ def test_the_dev_install_adds_requirements_dev(tmp_path, monkeypatch):
     calls = _record_pip(monkeypatch)
     assert install.setup(requirements, False, tmp_path, dry_run=True) == 0
     assert install.setup(requirements, False, tmp_path, dry_run=True, dev=dev) == 0
-    assert calls == [["install", *install.QUIET, "--dry-run", "-r", str(requirements)],
-                     ["install", *install.QUIET, "--dry-run", "-r", str(requirements), "-r", str(dev)]]
+    assert calls == [
+        ["install", *install.QUIET, "--dry-run", "-r", str(requirements)],
+        ["install", *install.QUIET, "--dry-run", "-r", str(requirements), "-r", str(dev)],
+    ]
 
 
 def test_students_get_no_test_lint_or_site_tools():
@@ -211,7 +260,16 @@ def test_students_get_no_test_lint_or_site_tools():
         return {line.split("==")[0].lower() for line in lines if line}
 
     student, dev = names(ROOT / "requirements.txt"), names(ROOT / "requirements-dev.txt")
-    tools = {"pytest", "pytest-xdist", "nbval", "ruff", "selenium", "mkdocs", "mkdocs-material", "mkdocs-jupyter"}
+    tools = {
+        "pytest",
+        "pytest-xdist",
+        "nbval",
+        "ruff",
+        "selenium",
+        "mkdocs",
+        "mkdocs-material",
+        "mkdocs-jupyter",
+    }
     assert tools <= dev and not tools & student and not student & dev
 
 
@@ -240,14 +298,21 @@ def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_pat
         assert target.is_file(), f"{target} missing: `make setup` installs it"
         assert json.loads(target.read_text()) == json.loads((ROOT / source).read_text()), f"{target} is stale"
     overrides = json.loads(targets["jupyter/overrides.json"].read_text())
-    assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+    assert overrides["@jupyterlab/apputils-extension:notification"] == {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    }
     assert _schema_errors(overrides) == []
     server = json.loads(targets["jupyter/jupyter_server_config.json"].read_text())
     assert server["MappingKernelManager"]["default_kernel_name"] == "loaderlab"
     lab_spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
     lab_server = importlib.util.module_from_spec(lab_spec)
     lab_spec.loader.exec_module(lab_server)
-    opens = [a.split("/lab/tree/", 1)[1] for a in lab_server.server_command() if a.startswith("--LabApp.default_url=")]
+    opens = [
+        a.split("/lab/tree/", 1)[1]
+        for a in lab_server.server_command()
+        if a.startswith("--LabApp.default_url=")
+    ]
     assert opens == ["notebooks/00_start_here.ipynb"] and (ROOT / opens[0]).is_file()  # the start notebook
     written = install.install_lab_settings(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in written] == list(install.LAB_SETTINGS.values())

@@ -30,19 +30,60 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 POSIX_ATTRIBUTES = {
-    "signal": {"SIGUSR1", "SIGUSR2", "SIGKILL", "SIGALRM", "SIGHUP", "SIGQUIT", "SIGSTOP", "SIGCONT",
-               "setitimer", "ITIMER_REAL", "pthread_kill", "alarm"},
-    "os": {"fork", "forkpty", "killpg", "getpgid", "setsid", "setpgrp", "getpgrp", "waitid", "P_PID",
-           "WEXITED", "WNOHANG", "WNOWAIT", "sched_getaffinity", "geteuid", "getuid", "wait4"},
+    "signal": {
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGKILL",
+        "SIGALRM",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGSTOP",
+        "SIGCONT",
+        "setitimer",
+        "ITIMER_REAL",
+        "pthread_kill",
+        "alarm",
+    },
+    "os": {
+        "fork",
+        "forkpty",
+        "killpg",
+        "getpgid",
+        "setsid",
+        "setpgrp",
+        "getpgrp",
+        "waitid",
+        "P_PID",
+        "WEXITED",
+        "WNOHANG",
+        "WNOWAIT",
+        "sched_getaffinity",
+        "geteuid",
+        "getuid",
+        "wait4",
+    },
 }
 POSIX_MODULES = {"resource", "fcntl", "termios", "pwd", "grp"}
 FORK_CALLS = {"get_context", "set_start_method"}
 SHM_NAMES = {"SHM_PATH"}
-GUARD_WORDS = ("hasattr(", "sys.platform", "os.name", "can_fork", "get_all_start_methods", "platform.system",
-               "/dev/shm", "SHM_PATH", "POSIX")
+GUARD_WORDS = (
+    "hasattr(",
+    "sys.platform",
+    "os.name",
+    "can_fork",
+    "get_all_start_methods",
+    "platform.system",
+    "/dev/shm",
+    "SHM_PATH",
+    "POSIX",
+)
 # what Windows raises for each kind of use; a `try` must catch that (or Exception) to guard it
-RAISES = {"attribute": {"AttributeError"}, "import": {"ImportError", "ModuleNotFoundError"},
-          "fork": {"ValueError"}, "shm": {"OSError", "FileNotFoundError"}}
+RAISES = {
+    "attribute": {"AttributeError"},
+    "import": {"ImportError", "ModuleNotFoundError"},
+    "fork": {"ValueError"},
+    "shm": {"OSError", "FileNotFoundError"},
+}
 CHECKING = {"isdir", "exists", "is_dir", "ismount"}  # os.path.isdir("/dev/shm") is the guard itself
 POSIX_ONLY = re.compile(r"POSIX only", re.I)
 
@@ -108,11 +149,17 @@ def _posix_uses(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
             if name in FORK_CALLS and fork:
                 yield node, f'{name}("fork")', "fork"
             for keyword in node.keywords:
-                if keyword.arg == "multiprocessing_context" and getattr(keyword.value, "value", None) == "fork":
+                if (
+                    keyword.arg == "multiprocessing_context"
+                    and getattr(keyword.value, "value", None) == "fork"
+                ):
                     yield node, 'multiprocessing_context="fork"', "fork"
             for arg in node.args if name not in CHECKING else ():
-                if (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-                        and arg.value.startswith("/dev/shm")) or (isinstance(arg, ast.Name) and arg.id in SHM_NAMES):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and arg.value.startswith("/dev/shm")
+                ) or (isinstance(arg, ast.Name) and arg.id in SHM_NAMES):
                     yield node, "/dev/shm as a path", "shm"
 
 
@@ -128,7 +175,7 @@ def _guarded(node: ast.AST, parents: dict[ast.AST, ast.AST], text: str, errors: 
             if _guarding(parent.test, text):
                 return True
         if isinstance(parent, ast.BoolOp):
-            before = parent.values[:parent.values.index(child)] if child in parent.values else []
+            before = parent.values[: parent.values.index(child)] if child in parent.values else []
             if any(_guarding(value, text) for value in before):
                 return True
         if isinstance(parent, ast.Try) and child in parent.body and _catches(parent.handlers, errors):
@@ -138,7 +185,7 @@ def _guarded(node: ast.AST, parents: dict[ast.AST, ast.AST], text: str, errors: 
         for field in ("body", "orelse", "finalbody"):  # an earlier `if not <guard>: return`
             block = getattr(parent, field, None)
             if isinstance(block, list) and child in block:
-                for earlier in block[:block.index(child)]:
+                for earlier in block[: block.index(child)]:
                     if isinstance(earlier, ast.If) and _guarding(earlier.test, text) and _exits(earlier.body):
                         return True
         child, parent = parent, parents.get(parent)
@@ -187,7 +234,9 @@ def unguarded_calls(text: str, functions: set[str], name: str = "<source>") -> l
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            modules = (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            )
             used = [m for m in modules if m.split(".")[-1] in functions]
             errors = RAISES["import"]
         elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
@@ -206,7 +255,9 @@ def unguarded_calls(text: str, functions: set[str], name: str = "<source>") -> l
 
 def _cell_code(source: str) -> str:
     """A notebook cell as Python: IPython magics and shell lines become comments."""
-    return "\n".join("#" + line if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    return "\n".join(
+        "#" + line if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+    )
 
 
 def _sources(patterns: tuple[str, ...]) -> Iterator[tuple[str, str]]:
@@ -254,9 +305,10 @@ def test_posix_only_calls_are_guarded():
             continue  # a cell that is not Python (a %%writefile of another language): nothing to call
     keys = {f"{line.split(':', 1)[0]} {line.split(' ', 1)[1]}": line for line in found}
     new = sorted(line for key, line in keys.items() if key not in KNOWN)
-    assert not new, ("POSIX-only uses without a guard (they raise on Windows; ask hasattr(...) or "
-                     "sys.platform first, or document the function 'POSIX only' and guard its uses):\n"
-                     + "\n".join(new))
+    assert not new, (
+        "POSIX-only uses without a guard (they raise on Windows; ask hasattr(...) or "
+        "sys.platform first, or document the function 'POSIX only' and guard its uses):\n" + "\n".join(new)
+    )
     gone = sorted(set(KNOWN) - set(keys))
     assert not gone, "guarded now: delete these lines from KNOWN in this test:\n" + "\n".join(gone)
 
@@ -308,12 +360,17 @@ UNGUARDED = {
     "bare signal": ("import signal\nsignal.signal(signal.SIGUSR1, print)\n", ["signal.SIGUSR1"]),
     "bare killpg": ("import os\nos.killpg(1, 9)\n", ["os.killpg"]),
     "bare import": ("import fcntl\n", ["import fcntl"]),
-    "fork context": ("loader = DataLoader(ds, multiprocessing_context='fork')\n", ['multiprocessing_context="fork"']),
+    "fork context": (
+        "loader = DataLoader(ds, multiprocessing_context='fork')\n",
+        ['multiprocessing_context="fork"'],
+    ),
     "shm path": ("import shutil\nshutil.disk_usage('/dev/shm')\n", ["/dev/shm as a path"]),
     "wrong guard": ("import os\nif DEBUG:\n    os.fork()\n", ["os.fork"]),
     "wrong catch": ("import os\ntry:\n    os.fork()\nexcept KeyError:\n    pass\n", ["os.fork"]),
-    "guard after the use": ("import os\nos.killpg(1, 9)\nif not hasattr(os, 'killpg'):\n    raise SystemExit\n",
-                            ["os.killpg"]),
+    "guard after the use": (
+        "import os\nos.killpg(1, 9)\nif not hasattr(os, 'killpg'):\n    raise SystemExit\n",
+        ["os.killpg"],
+    ),
 }
 
 
@@ -337,7 +394,9 @@ def test_a_posix_only_function_called_without_a_guard_is_found():
     found, functions = unguarded(text)
     assert found == [] and functions == {"stop"}
     assert [line.split(" ", 1)[1] for line in unguarded_calls(text, functions)] == ["stop"]
-    assert [line.split(" ", 1)[1] for line in unguarded_calls("Process(target=stop)\n", functions)] == ["stop"]
+    assert [line.split(" ", 1)[1] for line in unguarded_calls("Process(target=stop)\n", functions)] == [
+        "stop"
+    ]
 
 
 def test_a_module_documented_posix_only_must_be_imported_under_a_guard():
@@ -345,4 +404,6 @@ def test_a_module_documented_posix_only_must_be_imported_under_a_guard():
     found, names = unguarded(module, "notebooks/lesson99.py")
     assert found == [] and names == {"lesson99"}
     assert unguarded_calls("import sys\nif sys.platform == 'linux':\n    import lesson99\n", names) == []
-    assert [line.split(" ", 1)[1] for line in unguarded_calls("from lesson99 import limit\n", names)] == ["lesson99"]
+    assert [line.split(" ", 1)[1] for line in unguarded_calls("from lesson99 import limit\n", names)] == [
+        "lesson99"
+    ]

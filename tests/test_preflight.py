@@ -39,8 +39,11 @@ def test_preflight_passes_here_starts_and_stops_jupyterlab(monkeypatch, capsys):
     lab = next(line for line in lines if line.split()[1] == "lab")
     assert "served the course (kernel loaderlab, no news pop-up), stopped" in lab
     assert lines[-1].startswith("preflight: ready for the course")
-    left = [p for p in psutil.Process().children(recursive=True)
-            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE and not preflight._helper(p)]
+    left = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE and not preflight._helper(p)
+    ]
     assert not left, f"processes left behind: {[p.cmdline()[:3] for p in left]}"
 
 
@@ -54,17 +57,25 @@ def test_too_small_dev_shm_fails_with_its_fix(monkeypatch, capsys):
     assert lines[-1].startswith("preflight: 1 check(s) failed")
 
 
-@pytest.mark.parametrize("specs, says", [
-    ({"python3": ["/usr/bin/python3"]}, "Jupyter kernel 'loaderlab' is not registered (found: python3)"),
-    ({"loaderlab": ["/elsewhere/.venv/bin/python", "-m", "ipykernel_launcher"]},
-     "kernel 'loaderlab' runs /elsewhere/.venv/bin/python, not this environment's Python"),
-])
+@pytest.mark.parametrize(
+    "specs, says",
+    [
+        ({"python3": ["/usr/bin/python3"]}, "Jupyter kernel 'loaderlab' is not registered (found: python3)"),
+        (
+            {"loaderlab": ["/elsewhere/.venv/bin/python", "-m", "ipykernel_launcher"]},
+            "kernel 'loaderlab' runs /elsewhere/.venv/bin/python, not this environment's Python",
+        ),
+    ],
+)
 def test_kernel_not_registered_here_fails_with_its_fix(monkeypatch, capsys, specs, says):
     monkeypatch.setattr(preflight, "kernel_specs", lambda: specs)
     assert preflight.main(["--skip", "lab,loader,torch"]) == 1
     failed = [line for line in _lines(capsys) if line.startswith("❌")]
     assert len(failed) == 1 and failed[0].split()[1] == "kernel"
-    assert says in failed[0] and "fix: .venv/bin/python -m ipykernel install --sys-prefix --name loaderlab" in failed[0]
+    assert (
+        says in failed[0]
+        and "fix: .venv/bin/python -m ipykernel install --sys-prefix --name loaderlab" in failed[0]
+    )
 
 
 def test_a_broken_check_or_bad_option_is_one_line(monkeypatch, capsys):
@@ -74,8 +85,9 @@ def test_a_broken_check_or_bad_option_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(preflight, "CHECKS", {"disk": broken})
     assert preflight.main([]) == 1
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == ("❌ disk    the check itself failed: OSError: no such file"
-                                   " — fix: report it to the instructor")
+    assert out.splitlines()[0] == (
+        "❌ disk    the check itself failed: OSError: no such file — fix: report it to the instructor"
+    )
     assert "Traceback" not in out
     assert preflight.main(["--skip", "nope"]) == 2
     assert "unknown check 'nope'" in capsys.readouterr().err
@@ -108,8 +120,14 @@ def _bare(**env: str) -> tuple[subprocess.CompletedProcess, float]:
     """tools/preflight.py as on a machine where nothing is installed: -I (no user site, no
     PYTHONPATH) and -S (no site-packages: no psutil, torch or Jupyter)."""
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-I", "-S", "tools/preflight.py"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60, env={**os.environ, **env})
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "tools/preflight.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
     return result, time.monotonic() - start
 
 
@@ -135,23 +153,33 @@ def test_before_setup_an_index_that_does_not_answer_fails_in_bounded_time():
     assert seconds < 20, f"took {seconds:.1f} s"
 
 
-@pytest.mark.parametrize("where, status, says", [
-    (("linux", "x86_64"), "ok", "torch 2.13 has wheels for it"),
-    (("linux", "aarch64"), "ok", "torch 2.13 has wheels for it"),
-    (("darwin", "arm64"), "ok", "torch 2.13 has wheels for it"),
-    (("win32", "amd64"), "ok", "torch 2.13 has wheels for it"),
-    (("darwin", "x86_64"), "fail", "no wheels for Intel Macs"),
-    (("linux", "riscv64"), "fail", "ships no wheel for this OS and CPU type"),
-])
+@pytest.mark.parametrize(
+    "where, status, says",
+    [
+        (("linux", "x86_64"), "ok", "torch 2.13 has wheels for it"),
+        (("linux", "aarch64"), "ok", "torch 2.13 has wheels for it"),
+        (("darwin", "arm64"), "ok", "torch 2.13 has wheels for it"),
+        (("win32", "amd64"), "ok", "torch 2.13 has wheels for it"),
+        (("darwin", "x86_64"), "fail", "no wheels for Intel Macs"),
+        (("linux", "riscv64"), "fail", "ships no wheel for this OS and CPU type"),
+    ],
+)
 def test_os_and_cpu_type_torch_ships_wheels_for(monkeypatch, where, status, says):
     monkeypatch.setattr(preflight, "machine", lambda: where)
     result = preflight.check_platform()
     assert result[0] == status and says in result[1], result
 
 
-@pytest.mark.parametrize("version, status", [
-    ((3, 10, 13), "fail"), ((3, 11, 7), "ok"), ((3, 12, 1), "ok"), ((3, 13, 0), "ok"), ((3, 14, 0), "fail"),
-])
+@pytest.mark.parametrize(
+    "version, status",
+    [
+        ((3, 10, 13), "fail"),
+        ((3, 11, 7), "ok"),
+        ((3, 12, 1), "ok"),
+        ((3, 13, 0), "ok"),
+        ((3, 14, 0), "fail"),
+    ],
+)
 def test_python_versions_are_the_tested_ones(version, status):
     result = preflight.check_python(version)
     assert result[0] == status, result

@@ -16,8 +16,10 @@ import pytest
 
 from loaderlab import bounded, failures
 
-SPAWNS_A_GRANDCHILD = ("import subprocess, sys, time; "
-                       "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
+SPAWNS_A_GRANDCHILD = (
+    "import subprocess, sys, time; "
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+)
 
 
 def _without(monkeypatch, module, *names: str) -> None:
@@ -70,5 +72,7 @@ def test_a_killed_worker_gets_sigterm_where_there_is_no_sigkill(monkeypatch):
 
 def test_stack_dumps_say_in_one_sentence_that_they_need_sigusr1(monkeypatch, tmp_path):
     _without(monkeypatch, signal, "SIGUSR1")
-    with pytest.raises(NotImplementedError, match=r"^stack dumps on a signal need SIGUSR1, which Windows lacks"):
+    with pytest.raises(
+        NotImplementedError, match=r"^stack dumps on a signal need SIGUSR1, which Windows lacks"
+    ):
         failures.request_stack_dumps(tmp_path, n_workers=1)

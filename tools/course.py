@@ -34,8 +34,13 @@ KERNEL = "loaderlab"
 LINT_PATHS = ["loaderlab", "tests", "tools", "docs", "notebooks", "solutions", "conftest.py"]
 # what each install level reads: a change in one of these files re-runs setup
 SETUP_INPUTS = {
-    "lab": ["requirements.txt", "pyproject.toml", "tools/install.py", "jupyter/overrides.json",
-            "jupyter/jupyter_server_config.json"],
+    "lab": [
+        "requirements.txt",
+        "pyproject.toml",
+        "tools/install.py",
+        "jupyter/overrides.json",
+        "jupyter/jupyter_server_config.json",
+    ],
 }
 SETUP_INPUTS["dev"] = [*SETUP_INPUTS["lab"], "requirements-dev.txt"]
 LEVELS = ("lab", "dev")  # each includes the ones before it
@@ -74,8 +79,10 @@ def venv_python(venv: Path | None = None, platform: str = sys.platform) -> Path:
 def shown(argv: Sequence[str | os.PathLike]) -> str:
     """``argv`` as one line a person could paste into this platform's shell at the repository's
     root (paths under it are shown relative to it)."""
-    parts = [os.path.relpath(a, ROOT) if isinstance(a, Path) and a.is_relative_to(ROOT) else os.fspath(a)
-             for a in argv]
+    parts = [
+        os.path.relpath(a, ROOT) if isinstance(a, Path) and a.is_relative_to(ROOT) else os.fspath(a)
+        for a in argv
+    ]
     return subprocess.list2cmdline(parts) if sys.platform == "win32" else shlex.join(parts)
 
 
@@ -85,8 +92,13 @@ class Runner:
     def __init__(self, dry_run: bool = False) -> None:
         self.dry_run = dry_run
 
-    def __call__(self, argv: Sequence[str | os.PathLike], env: Mapping[str, str] | None = None,
-                 quiet: bool = False, unset: Sequence[str] = ()) -> int:
+    def __call__(
+        self,
+        argv: Sequence[str | os.PathLike],
+        env: Mapping[str, str] | None = None,
+        quiet: bool = False,
+        unset: Sequence[str] = (),
+    ) -> int:
         """Print ``+ command`` (with the variables it adds or removes) and run it with them;
         return its exit status. ``quiet``: its standard output is discarded."""
         added = [f"{k}={v}" for k, v in (env or {}).items() if os.environ.get(k) != v]
@@ -95,8 +107,9 @@ class Runner:
         if self.dry_run:
             return 0
         environ = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
-        process = subprocess.Popen([os.fspath(a) for a in argv], cwd=ROOT, env=environ,
-                                   stdout=subprocess.DEVNULL if quiet else None)
+        process = subprocess.Popen(
+            [os.fspath(a) for a in argv], cwd=ROOT, env=environ, stdout=subprocess.DEVNULL if quiet else None
+        )
         while True:
             try:
                 return process.wait()
@@ -141,16 +154,37 @@ def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool
     steps: list[tuple[list, bool]] = []
     if not python.exists():
         if sys.version_info[:2] not in SUPPORTED:
-            print(f"course.py: Python {sys.version.split()[0]} is not supported: the course runs on "
-                  f"{SUPPORTED_TEXT}. Run this file with one of those (e.g. PYTHON=python3.11 make setup).")
+            print(
+                f"course.py: Python {sys.version.split()[0]} is not supported: the course runs on "
+                f"{SUPPORTED_TEXT}. Run this file with one of those (e.g. PYTHON=python3.11 make setup)."
+            )
             return 2
         steps.append(([sys.executable, "-m", "venv", VENV], False))
-    install = [python, "tools/install.py", "setup", *(["--dev"] if level == "dev" else []),
-               *(["--offline"] if offline else [])]
-    steps += [(install, False),
-              ([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL,
-                "--display-name", f"Python ({KERNEL})"], True),
-              ([python, "-c", "import matplotlib.pyplot"], False)]  # warms matplotlib's font cache
+    install = [
+        python,
+        "tools/install.py",
+        "setup",
+        *(["--dev"] if level == "dev" else []),
+        *(["--offline"] if offline else []),
+    ]
+    steps += [
+        (install, False),
+        (
+            [
+                python,
+                "-m",
+                "ipykernel",
+                "install",
+                "--sys-prefix",
+                "--name",
+                KERNEL,
+                "--display-name",
+                f"Python ({KERNEL})",
+            ],
+            True,
+        ),
+        ([python, "-c", "import matplotlib.pyplot"], False),
+    ]  # warms matplotlib's font cache
     for argv, quiet in steps:
         status = run(argv, quiet=quiet)
         if status:
@@ -163,8 +197,10 @@ def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool
 def tier(name: str, python: Path) -> tuple[dict[str, str], list[str]]:
     """(extra environment, pytest arguments) of the test tier ``name``, from tools/tiers.py as
     ``python`` sees it (whether outputs are compared depends on that Python's version)."""
-    code = ("import json, sys; sys.path.insert(0, 'tools'); from tiers import tier; "
-            "print(json.dumps(tier(sys.argv[1])))")
+    code = (
+        "import json, sys; sys.path.insert(0, 'tools'); from tiers import tier; "
+        "print(json.dumps(tier(sys.argv[1])))"
+    )
     done = subprocess.run([os.fspath(python), "-c", code, name], cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -204,9 +240,11 @@ def clean(run: Runner) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python tools/course.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python tools/course.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n")[0],
-        epilog="commands:\n" + "\n".join(f"  {name:<14} {text}" for name, (_, text) in COMMANDS.items()))
+        epilog="commands:\n" + "\n".join(f"  {name:<14} {text}" for name, (_, text) in COMMANDS.items()),
+    )
     parser.add_argument("command", choices=COMMANDS, metavar="command")
     parser.add_argument("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--offline", action="store_true", help="setup/lab: install from wheelhouse/ only")

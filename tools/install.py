@@ -96,8 +96,9 @@ def pip(args: list[str]) -> int:
     return subprocess.run(command, cwd=ROOT).returncode
 
 
-def default_build(requirements: Path, extra: list[str] | None = None,
-                  timeout: float = 180.0) -> tuple[str, str]:
+def default_build(
+    requirements: Path, extra: list[str] | None = None, timeout: float = 180.0
+) -> tuple[str, str]:
     """Which torch build the default index (pip's configuration, plus ``extra``) would install:
     ('cpu' | 'cuda' | 'unknown', the wheel's name or why unknown).
 
@@ -105,9 +106,21 @@ def default_build(requirements: Path, extra: list[str] | None = None,
     dependencies name NVIDIA packages is the CUDA one. Only metadata is fetched."""
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "report.json"
-        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps",
-                   "--disable-pip-version-check", "-q", "--report", str(report), *(extra or []),
-                   pinned(requirements)]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "--report",
+            str(report),
+            *(extra or []),
+            pinned(requirements),
+        ]
         try:
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -144,12 +157,14 @@ def installed_torch() -> str | None:
 
 def stop_message(index: str, why: str) -> str:
     """What to do when torch's CPU build cannot be had: retry, a mirror, a wheelhouse, or opt in."""
-    return (f"setup stopped, nothing installed: {why}. The course needs only torch's CPU build "
-            f"(about 190 MB); Linux's CUDA build is {CUDA_DOWNLOAD} with its NVIDIA libraries. "
-            f"Retry later (`make setup`), or set TORCH_INDEX to a mirror of {index}, or install from a "
-            "wheelhouse (`make lab OFFLINE=1`, docs/install.md), or accept the CUDA build: "
-            "`TORCH_INDEX=default make setup` (Windows: `set TORCH_INDEX=default`, then "
-            "`py tools/course.py setup`).")
+    return (
+        f"setup stopped, nothing installed: {why}. The course needs only torch's CPU build "
+        f"(about 190 MB); Linux's CUDA build is {CUDA_DOWNLOAD} with its NVIDIA libraries. "
+        f"Retry later (`make setup`), or set TORCH_INDEX to a mirror of {index}, or install from a "
+        "wheelhouse (`make lab OFFLINE=1`, docs/install.md), or accept the CUDA build: "
+        "`TORCH_INDEX=default make setup` (Windows: `set TORCH_INDEX=default`, then "
+        "`py tools/course.py setup`)."
+    )
 
 
 def torch_first(requirements: Path, index: str | None, extra: list[str], action: str = "install") -> bool:
@@ -167,20 +182,40 @@ def torch_first(requirements: Path, index: str | None, extra: list[str], action:
         return True
     start = time.monotonic()
     if not answers(index):
-        waited = (f"{index} did not answer (after {time.monotonic() - start:.1f} s, "
-                  f"limit {PROBE_SECONDS:.0f} s)")
+        waited = (
+            f"{index} did not answer (after {time.monotonic() - start:.1f} s, limit {PROBE_SECONDS:.0f} s)"
+        )
         build, detail = default_build(requirements, resolver_options(extra))
         if build == "cpu":
             print(f"{waited}: your default index serves a CPU build ({detail}), which is used", flush=True)
             return True
-        why = waited + (f" and your default index serves the CUDA build ({detail})" if build == "cuda"
-                        else f", and {detail}")
+        why = waited + (
+            f" and your default index serves the CUDA build ({detail})"
+            if build == "cuda"
+            else f", and {detail}"
+        )
         print(stop_message(index, why), flush=True)
         return False
     # torch alone (--no-deps): its dependencies come from the default index with the rest, so
     # what the CPU index lacks cannot fail it. --retries 1: a flaky network gives up sooner
-    if pip([action, *QUIET, *extra, "--no-deps", "--timeout", "30", "--retries", "1",
-            "--index-url", index, pin]) == 0:
+    if (
+        pip(
+            [
+                action,
+                *QUIET,
+                *extra,
+                "--no-deps",
+                "--timeout",
+                "30",
+                "--retries",
+                "1",
+                "--index-url",
+                index,
+                pin,
+            ]
+        )
+        == 0
+    ):
         return True
     print(stop_message(index, f"installing {pin} from {index} failed (pip's message is above)"), flush=True)
     return False
@@ -197,15 +232,16 @@ def install_lab_settings(prefix: Path = Path(sys.prefix)) -> list[Path]:
     return targets
 
 
-def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool,
-          dev: Path | None = None) -> int:
+def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, dev: Path | None = None) -> int:
     """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings."""
     extra = ["--dry-run"] if dry_run else []
     files = ["-r", str(requirements), *(["-r", str(dev)] if dev else [])]
     if offline:
         if not any(wheelhouse.glob("torch-*.whl")):
-            print(f"OFFLINE=1: no torch wheel in {wheelhouse}; fill it with `make wheelhouse` "
-                  "on a machine with a network (same OS and Python) and copy it here")
+            print(
+                f"OFFLINE=1: no torch wheel in {wheelhouse}; fill it with `make wheelhouse` "
+                "on a machine with a network (same OS and Python) and copy it here"
+            )
             return 1
         extra += ["--no-index", "--find-links", str(wheelhouse)]
     elif not torch_first(requirements, torch_index(), extra):
@@ -242,13 +278,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dev-requirements", type=Path, default=DEV_REQUIREMENTS)
     parser.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
     parser.add_argument("--offline", action="store_true", help="install from --wheelhouse only")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="resolve (pip --dry-run) without installing; skips the package")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="resolve (pip --dry-run) without installing; skips the package"
+    )
     args = parser.parse_args(argv)
     if args.command == "wheelhouse":
         return wheelhouse(args.requirements, args.wheelhouse)
-    return setup(args.requirements, args.offline, args.wheelhouse, args.dry_run,
-                 dev=args.dev_requirements if args.dev else None)
+    return setup(
+        args.requirements,
+        args.offline,
+        args.wheelhouse,
+        args.dry_run,
+        dev=args.dev_requirements if args.dev else None,
+    )
 
 
 if __name__ == "__main__":

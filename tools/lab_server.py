@@ -29,7 +29,10 @@ START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 def server_command(port: int | None = None, token: str | None = None, browser: bool = True) -> list[str]:
     """Return the argv that starts JupyterLab on the course root."""
     argv = [
-        sys.executable, "-m", "jupyter", "lab",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.root_dir={ROOT}",
         f"--LabApp.default_url=/lab/tree/{START_NOTEBOOK}",
@@ -85,8 +88,9 @@ def started(timeout: float = 45.0) -> Iterator[Callable[[str], tuple[int, bytes]
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     token, log, start = secrets.token_hex(16), tempfile.TemporaryFile(), time.monotonic()
-    server = subprocess.Popen(server_command(port=port, token=token, browser=False), cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=log)
+    server = subprocess.Popen(
+        server_command(port=port, token=token, browser=False), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log
+    )
 
     def request(path: str) -> tuple[int, bytes]:
         return get(f"http://127.0.0.1:{port}{path}{'&' if '?' in path else '?'}token={token}")
@@ -97,7 +101,9 @@ def started(timeout: float = 45.0) -> Iterator[Callable[[str], tuple[int, bytes]
             if server.poll() is not None or time.monotonic() - start > timeout:
                 log.seek(0)
                 lines = [ln.strip() for ln in log.read().decode(errors="replace").splitlines() if ln.strip()]
-                raise RuntimeError(f"JupyterLab did not start within {timeout:.0f} s ({(lines or ['no output'])[-1][:120]})")
+                raise RuntimeError(
+                    f"JupyterLab did not start within {timeout:.0f} s ({(lines or ['no output'])[-1][:120]})"
+                )
             time.sleep(0.3)
         yield request
     finally:

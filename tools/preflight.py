@@ -81,9 +81,13 @@ def memory() -> tuple[int | None, int | None]:
         import ctypes
 
         class Status(ctypes.Structure):
-            _fields_ = [("length", ctypes.c_ulong), ("load", ctypes.c_ulong),
-                        ("total", ctypes.c_ulonglong), ("available", ctypes.c_ulonglong),
-                        *[(f"x{i}", ctypes.c_ulonglong) for i in range(5)]]
+            _fields_ = [
+                ("length", ctypes.c_ulong),
+                ("load", ctypes.c_ulong),
+                ("total", ctypes.c_ulonglong),
+                ("available", ctypes.c_ulonglong),
+                *[(f"x{i}", ctypes.c_ulonglong) for i in range(5)],
+            ]
 
         status = Status()
         status.length = ctypes.sizeof(Status)
@@ -124,9 +128,12 @@ def kernel_specs() -> dict[str, list[str]]:
 def check_python(info: Sequence[int] = sys.version_info) -> Result:
     version = ".".join(map(str, info[:3]))
     if tuple(info[:2]) not in course.SUPPORTED:
-        return Result(FAIL, f"Python {version}: the course runs on {course.SUPPORTED_TEXT}",
-                      "install Python 3.11 (python.org, or your package manager), then run "
-                      "`PYTHON=python3.11 make setup` (Windows: `py -3.11 tools/course.py setup`)")
+        return Result(
+            FAIL,
+            f"Python {version}: the course runs on {course.SUPPORTED_TEXT}",
+            "install Python 3.11 (python.org, or your package manager), then run "
+            "`PYTHON=python3.11 make setup` (Windows: `py -3.11 tools/course.py setup`)",
+        )
     note = "" if tuple(info[:2]) == (3, 11) else " (outputs were recorded with 3.11: compared only there)"
     return Result(OK, f"Python {version}{note}")
 
@@ -137,9 +144,11 @@ def check_venv() -> Result:
     if sys.prefix != sys.base_prefix or os.environ.get("CONDA_PREFIX"):
         return Result(OK, f"running in a virtual environment: {_where()}")
     if missing:
-        return Result(FAIL, f"this Python lacks {' and '.join(missing)}, so it cannot create .venv",
-                      "Debian/Ubuntu: `sudo apt install python3-venv`; elsewhere install Python from "
-                      "python.org")
+        return Result(
+            FAIL,
+            f"this Python lacks {' and '.join(missing)}, so it cannot create .venv",
+            "Debian/Ubuntu: `sudo apt install python3-venv`; elsewhere install Python from python.org",
+        )
     return Result(OK, "venv and ensurepip are there: `make setup` can create .venv")
 
 
@@ -149,17 +158,26 @@ def check_platform() -> Result:
     if (system, cpu) in TORCH_WHEELS or (system.startswith("linux") and ("linux", cpu) in TORCH_WHEELS):
         return Result(OK, f"{name}: torch 2.13 has wheels for it")
     if system == "darwin":
-        return Result(FAIL, f"{name}: torch has no wheels for Intel Macs since 2.3",
-                      "use Colab or a Linux machine (docs/install.md)")
-    return Result(FAIL, f"{name}: torch 2.13 ships no wheel for this OS and CPU type",
-                  "use Colab, WSL2 or a Linux/macOS (Apple silicon)/Windows x86-64 machine (docs/install.md)")
+        return Result(
+            FAIL,
+            f"{name}: torch has no wheels for Intel Macs since 2.3",
+            "use Colab or a Linux machine (docs/install.md)",
+        )
+    return Result(
+        FAIL,
+        f"{name}: torch 2.13 ships no wheel for this OS and CPU type",
+        "use Colab, WSL2 or a Linux/macOS (Apple silicon)/Windows x86-64 machine (docs/install.md)",
+    )
 
 
 def check_env() -> Result:
     """The deep checks' Python is an environment (the course's .venv, or conda's)."""
     if sys.prefix == sys.base_prefix and not os.environ.get("CONDA_PREFIX"):
-        return Result(FAIL, f"{sys.executable} is not in a virtual environment",
-                      "run `make setup`, then `make preflight` (it uses .venv's Python)")
+        return Result(
+            FAIL,
+            f"{sys.executable} is not in a virtual environment",
+            "run `make setup`, then `make preflight` (it uses .venv's Python)",
+        )
     return Result(OK, f"environment: {_where()}")
 
 
@@ -171,16 +189,22 @@ def check_torch() -> Result:
     try:
         import torch
     except Exception as exc:  # a broken wheel raises OSError/ImportError
-        return Result(FAIL, f"torch does not import: {type(exc).__name__}: {exc}".splitlines()[0],
-                      "`make clean setup` reinstalls it")
+        return Result(
+            FAIL,
+            f"torch does not import: {type(exc).__name__}: {exc}".splitlines()[0],
+            "`make clean setup` reinstalls it",
+        )
     site = Path(torch.__file__).resolve().parent.parent
     size = sum(_size(p) for p in [site / "torch", *site.glob("nvidia*"), *site.glob("triton")] if p.is_dir())
     build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
     detail = f"torch {torch.__version__}, {build}, {size / GiB:.1f} GB on disk"
     if torch.version.cuda:
-        return Result(WARN, detail + " (the course needs only the CPU build)",
-                      "fine if you want CUDA; for the 0.2 GB CPU build: `make clean setup` (Linux takes it "
-                      "from PyTorch's CPU index)")
+        return Result(
+            WARN,
+            detail + " (the course needs only the CPU build)",
+            "fine if you want CUDA; for the 0.2 GB CPU build: `make clean setup` (Linux takes it "
+            "from PyTorch's CPU index)",
+        )
     return Result(OK, detail)
 
 
@@ -193,9 +217,11 @@ def check_cores() -> Result:
     cores, logical = usable_cores(), os.cpu_count()
     detail = f"{cores} usable cores ({logical} logical)"
     if cores < MIN_CORES:
-        return Result(FAIL, detail + f"; the measurements need at least {MIN_CORES}",
-                      f"give the VM or container {MIN_CORES} CPUs or more "
-                      f"(e.g. docker run --cpus={MIN_CORES})")
+        return Result(
+            FAIL,
+            detail + f"; the measurements need at least {MIN_CORES}",
+            f"give the VM or container {MIN_CORES} CPUs or more (e.g. docker run --cpus={MIN_CORES})",
+        )
     return Result(OK, detail)
 
 
@@ -207,8 +233,11 @@ def check_ram() -> Result:
         return Result(OK, f"{total / GiB:.1f} GB RAM (the free part is not measured here)")
     detail = f"{total / GiB:.1f} GB RAM, {available / GiB:.1f} GB available"
     if available < MIN_RAM_FREE:
-        return Result(FAIL, detail + f" (the course needs {MIN_RAM_FREE / GiB:.1f} GB free)",
-                      "close other programs (browser tabs, IDEs) or use a machine with 4 GB or more")
+        return Result(
+            FAIL,
+            detail + f" (the course needs {MIN_RAM_FREE / GiB:.1f} GB free)",
+            "close other programs (browser tabs, IDEs) or use a machine with 4 GB or more",
+        )
     return Result(OK, detail)
 
 
@@ -216,8 +245,11 @@ def check_disk() -> Result:
     free = shutil.disk_usage(ROOT).free
     need = MIN_DISK_AFTER if installed() else MIN_DISK_BEFORE
     if free < need:
-        return Result(FAIL, f"{free / GiB:.1f} GB free on the course's disk (needs {need / GiB:.0f} GB)",
-                      "free some space (`pip cache purge` frees pip's downloads)")
+        return Result(
+            FAIL,
+            f"{free / GiB:.1f} GB free on the course's disk (needs {need / GiB:.0f} GB)",
+            "free some space (`pip cache purge` frees pip's downloads)",
+        )
     return Result(OK, f"{free / GiB:.0f} GB free on the course's disk")
 
 
@@ -228,14 +260,20 @@ def check_index() -> Result:
         return Result(OK, "wheelhouse/ holds torch: `make lab OFFLINE=1` needs no network")
     index = index_url()
     if not install.answers(index, project="pip"):
-        return Result(FAIL, f"the package index {index} did not answer within {install.PROBE_SECONDS:.0f} s",
-                      "check the network or proxy (pip honours HTTPS_PROXY), or install from a wheelhouse "
-                      "(`make lab OFFLINE=1`, docs/install.md)")
+        return Result(
+            FAIL,
+            f"the package index {index} did not answer within {install.PROBE_SECONDS:.0f} s",
+            "check the network or proxy (pip honours HTTPS_PROXY), or install from a wheelhouse "
+            "(`make lab OFFLINE=1`, docs/install.md)",
+        )
     torch_index = install.torch_index()
     if torch_index and not install.answers(torch_index):
-        return Result(WARN, f"{index} answers; PyTorch's CPU index {torch_index} does not",
-                      "`make setup` stops unless your index serves torch's CPU build: retry later, or see "
-                      "docs/install.md (TORCH_INDEX, a wheelhouse)")
+        return Result(
+            WARN,
+            f"{index} answers; PyTorch's CPU index {torch_index} does not",
+            "`make setup` stops unless your index serves torch's CPU build: retry later, or see "
+            "docs/install.md (TORCH_INDEX, a wheelhouse)",
+        )
     return Result(OK, f"{index} answers" + (f", and so does {torch_index}" if torch_index else ""))
 
 
@@ -245,8 +283,11 @@ def check_shm() -> Result:
         return Result(OK, "no /dev/shm here (macOS/Windows): workers share memory another way")
     detail = f"/dev/shm {usage.total / MiB:,.0f} MB, {usage.free / MiB:,.0f} MB free"
     if usage.total < MIN_SHM or usage.free < MIN_SHM / 2:
-        return Result(FAIL, detail + f": too small, workers' batches fail with 'Bus error' (needs {MIN_SHM // MiB} MB)",
-                      "docker run --shm-size=1g (or --ipc=host); elsewhere: sudo mount -o remount,size=1G /dev/shm")
+        return Result(
+            FAIL,
+            detail + f": too small, workers' batches fail with 'Bus error' (needs {MIN_SHM // MiB} MB)",
+            "docker run --shm-size=1g (or --ipc=host); elsewhere: sudo mount -o remount,size=1G /dev/shm",
+        )
     return Result(OK, detail)
 
 
@@ -258,20 +299,28 @@ def start_method() -> str:
 def check_start_method() -> Result:
     method, available = start_method(), multiprocessing.get_all_start_methods()
     if method not in available:
-        return Result(FAIL, f"LOADERLAB_START_METHOD={method!r} is not available here",
-                      f"unset it or choose one of {', '.join(available)}")
+        return Result(
+            FAIL,
+            f"LOADERLAB_START_METHOD={method!r} is not available here",
+            f"unset it or choose one of {', '.join(available)}",
+        )
     why = {"fork": "Linux's default", "spawn": "as on macOS/Windows: workers import your code, notebook 12"}
     return Result(OK, f"workers start with {method} ({why.get(method, 'torch preloaded by the course')})")
 
 
 def check_kernel() -> Result:
-    fix = f".venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL} --display-name \"Python ({KERNEL})\""
+    fix = (f".venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL} "
+           f'--display-name "Python ({KERNEL})"')
     try:
         specs = kernel_specs()
     except Exception as exc:
         return Result(FAIL, f"cannot list Jupyter kernels ({type(exc).__name__}: {exc})".splitlines()[0], fix)
     if KERNEL not in specs:
-        return Result(FAIL, f"Jupyter kernel {KERNEL!r} is not registered (found: {', '.join(sorted(specs)) or 'none'})", fix)
+        return Result(
+            FAIL,
+            f"Jupyter kernel {KERNEL!r} is not registered (found: {', '.join(sorted(specs)) or 'none'})",
+            fix,
+        )
     python = (specs[KERNEL] or ["?"])[0]
     # the same environment: the same bin folder (python and python3 there are links to one file,
     # and every environment's python links to its base interpreter, so the files cannot tell)
@@ -290,7 +339,8 @@ def _lab_server():
 def check_lab() -> Result:
     """JupyterLab starts (tools/lab_server.py, as `make lab`), serves the course with the
     classroom settings, and stops leaving no process."""
-    fix = "`make clean setup` reinstalls JupyterLab and the course's settings (jupyter/); `make lab` shows its log"
+    fix = ("`make clean setup` reinstalls JupyterLab and the course's settings (jupyter/); "
+           "`make lab` shows its log")
     if not (ROOT / "tools" / "lab_server.py").is_file():
         return Result(FAIL, "tools/lab_server.py is missing: run preflight from the course folder", fix)
     problems, start = [], time.monotonic()
@@ -302,7 +352,9 @@ def check_lab() -> Result:
             default = json.loads(request("/api/kernelspecs")[1] or b"{}").get("default")
             if default != KERNEL:
                 problems.append(f"its default kernel is {default!r}, not {KERNEL!r}")
-            notes = json.loads(request("/lab/api/settings/@jupyterlab/apputils-extension:notification")[1] or b"{}")
+            notes = json.loads(
+                request("/lab/api/settings/@jupyterlab/apputils-extension:notification")[1] or b"{}"
+            )
             news = notes.get("schema", {}).get("properties", {}).get("fetchNews", {}).get("default")
             if notes.get("settings", {}).get("fetchNews", news) != "false":  # overrides set the default
                 problems.append("the Jupyter news pop-up is on (jupyter/overrides.json is not installed)")
@@ -310,7 +362,11 @@ def check_lab() -> Result:
         problems.append(str(exc))
     if problems:
         return Result(FAIL, "JupyterLab: " + "; ".join(problems), fix)
-    return Result(OK, f"JupyterLab started in {seconds:.0f} s, served the course (kernel {KERNEL}, no news pop-up), stopped")
+    return Result(
+        OK,
+        f"JupyterLab started in {seconds:.0f} s, served the course (kernel {KERNEL}, no news pop-up), "
+        "stopped",
+    )
 
 
 def _helper(proc) -> bool:
@@ -333,33 +389,69 @@ def check_loader() -> Result:
 
         method = start_method() if start_method() in multiprocessing.get_all_start_methods() else None
         before, start = {p.pid for p in psutil.Process().children()}, time.monotonic()
-        loader = DataLoader(TensorDataset(torch.arange(64.0)), batch_size=8, num_workers=2,
-                            timeout=LOADER_TIMEOUT_S, multiprocessing_context=method)
+        loader = DataLoader(
+            TensorDataset(torch.arange(64.0)),
+            batch_size=8,
+            num_workers=2,
+            timeout=LOADER_TIMEOUT_S,
+            multiprocessing_context=method,
+        )
         total = sum(float(xb.sum()) for (xb,) in loader)
         seconds = time.monotonic() - start
         del loader
     except Exception as exc:
-        return Result(FAIL, f"a 2-worker DataLoader epoch failed: {type(exc).__name__}: {exc}".splitlines()[0][:200],
-                      "run `make preflight` again; if it fails twice, check /dev/shm and the start method above")
+        return Result(
+            FAIL,
+            f"a 2-worker DataLoader epoch failed: {type(exc).__name__}: {exc}".splitlines()[0][:200],
+            "run `make preflight` again; if it fails twice, check /dev/shm and the start method above",
+        )
     if total != sum(range(64)):
-        return Result(FAIL, f"a 2-worker DataLoader epoch summed to {total}, not {sum(range(64))}", "`make clean setup`")
+        return Result(
+            FAIL, f"a 2-worker DataLoader epoch summed to {total}, not {sum(range(64))}", "`make clean setup`"
+        )
     new = [p for p in psutil.Process().children() if p.pid not in before and not _helper(p)]
     _, left = psutil.wait_procs(new, timeout=5)
     if left:
         return Result(FAIL, f"{len(left)} worker processes outlived the epoch", "report it to the instructor")
-    return Result(OK, f"a 2-worker DataLoader epoch ({method or multiprocessing.get_start_method()}) ran in {seconds:.1f} s")
+    return Result(
+        OK,
+        f"a 2-worker DataLoader epoch ({method or multiprocessing.get_start_method()}) "
+        f"ran in {seconds:.1f} s",
+    )
 
 
 CHECKS: dict[str, Callable[[], Result]] = {
-    "python": check_python, "venv": check_venv, "platform": check_platform, "index": check_index,
-    "env": check_env, "torch": check_torch, "cores": check_cores, "ram": check_ram, "disk": check_disk,
-    "shm": check_shm, "start": check_start_method, "kernel": check_kernel, "lab": check_lab,
+    "python": check_python,
+    "venv": check_venv,
+    "platform": check_platform,
+    "index": check_index,
+    "env": check_env,
+    "torch": check_torch,
+    "cores": check_cores,
+    "ram": check_ram,
+    "disk": check_disk,
+    "shm": check_shm,
+    "start": check_start_method,
+    "kernel": check_kernel,
+    "lab": check_lab,
     "loader": check_loader,
 }
 # before setup: what the standard library can tell; after it, in the course's environment, the rest
 BEFORE_SETUP = ("python", "venv", "platform", "cores", "ram", "disk", "index")
-AFTER_SETUP = ("python", "env", "platform", "torch", "cores", "ram", "disk", "shm", "start", "kernel",
-               "lab", "loader")
+AFTER_SETUP = (
+    "python",
+    "env",
+    "platform",
+    "torch",
+    "cores",
+    "ram",
+    "disk",
+    "shm",
+    "start",
+    "kernel",
+    "lab",
+    "loader",
+)
 
 
 def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
@@ -375,7 +467,11 @@ def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
         try:
             status, detail, fix = check()
         except Exception as exc:  # a check's own bug: one line, not a traceback
-            status, detail, fix = FAIL, f"the check itself failed: {type(exc).__name__}: {exc}", "report it to the instructor"
+            status, detail, fix = (
+                FAIL,
+                f"the check itself failed: {type(exc).__name__}: {exc}",
+                "report it to the instructor",
+            )
         failed += status == FAIL
         warned += status == WARN
         print(f"{MARKS[status]} {name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""), flush=True)
@@ -384,15 +480,19 @@ def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
     elif deep:
         verdict = "ready for the course"
     else:
-        verdict = ("ready to install: run `make lab` (Windows: `py tools/course.py lab`); after setup, "
-                   "`make preflight` also checks torch, the kernel, JupyterLab and a 2-worker epoch")
+        verdict = (
+            "ready to install: run `make lab` (Windows: `py tools/course.py lab`); after setup, "
+            "`make preflight` also checks torch, the kernel, JupyterLab and a 2-worker epoch"
+        )
     print(f"preflight: {verdict} ({warned} warning(s), {time.monotonic() - start:.0f} s)")
     return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/preflight.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip", default="", help=f"checks to leave out, comma-separated: {','.join(CHECKS)}")
+    parser.add_argument(
+        "--skip", default="", help=f"checks to leave out, comma-separated: {','.join(CHECKS)}"
+    )
     args = parser.parse_args(argv)
     skip = [name for name in args.skip.split(",") if name]
     unknown = [name for name in skip if name not in CHECKS]
