@@ -36,7 +36,10 @@ def test_the_bundle_has_no_answers(bundle):
 def test_the_bundle_has_what_a_student_runs(bundle):
     names, labs = bundle
     for needed in ("README.md", "Makefile", "requirements.txt", "pyproject.toml", "loaderlab/__init__.py",
-                   "loaderlab/checks/report.py", "tools/lab_server.py", "notebooks/00_start_here.ipynb"):
+                   "loaderlab/checks/report.py", "tools/lab_server.py", "notebooks/00_start_here.ipynb",
+                   # `make lab` and `py tools/course.py lab` (Windows), preflight before install
+                   "tools/course.py", "tools/install.py", "tools/preflight.py", "loaderlab/cores.py",
+                   "docs/install.md", "jupyter/overrides.json"):
         assert needed in names, needed
     tracked = {f"labs/{p.name}" for p in (ROOT / "labs").glob("*.ipynb")}
     assert tracked and {n for n in labs if n.endswith(".ipynb")} <= tracked

@@ -41,7 +41,7 @@ KERNEL = "loaderlab"
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 GiB, MiB = 2**30, 2**20
 MIN_SHM, MIN_RAM_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 2
-# free disk: before setup the install needs room for the student install (about 1.6 GB in .venv)
+# free disk: before setup the install needs room for .venv (1.3 GB, 1.45 GB with the dev tools)
 # and pip's downloads; after it, room for the notebooks' temporary files
 MIN_DISK_BEFORE, MIN_DISK_AFTER = 3 * GiB, 1 * GiB
 LAB_START_S, LOADER_TIMEOUT_S = 45, 20
