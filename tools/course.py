@@ -160,31 +160,15 @@ def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool
             )
             return 2
         steps.append(([sys.executable, "-m", "venv", VENV], False))
-    install = [
-        python,
-        "tools/install.py",
-        "setup",
-        *(["--dev"] if level == "dev" else []),
-        *(["--offline"] if offline else []),
-    ]
+    install = [python, "tools/install.py", "setup"]
+    install += (["--dev"] if level == "dev" else []) + (["--offline"] if offline else [])
+    kernel = ["-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL]
+    kernel += ["--display-name", f"Python ({KERNEL})"]
     steps += [
         (install, False),
-        (
-            [
-                python,
-                "-m",
-                "ipykernel",
-                "install",
-                "--sys-prefix",
-                "--name",
-                KERNEL,
-                "--display-name",
-                f"Python ({KERNEL})",
-            ],
-            True,
-        ),
-        ([python, "-c", "import matplotlib.pyplot"], False),
-    ]  # warms matplotlib's font cache
+        ([python, *kernel], True),  # its one line names a path under .venv: not shown
+        ([python, "-c", "import matplotlib.pyplot"], False),  # warms matplotlib's font cache
+    ]
     for argv, quiet in steps:
         status = run(argv, quiet=quiet)
         if status:
