@@ -156,7 +156,7 @@ COMMANDS: dict[str, tuple] = {
     "set TORCH_INDEX=default": ELSEWHERE("Windows' cmd.exe"),
     "source .venv/bin/activate": ELSEWHERE("changes the shell it runs in: the RUN commands use .venv's PATH"),
     "wsl --install": ELSEWHERE("Windows"),
-    "docker run --shm-size=2g": WORD("part of a docker command, in prose"),
+    "docker run --shm-size=2g": ELSEWHERE("no docker here: the flag to add to your own docker run"),
     "pip download": WORD(),
     "python -O": WORD(),
     "python3": WORD(),
