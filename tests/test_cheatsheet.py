@@ -47,6 +47,7 @@ class Slow(Dataset):
         return i
 
 
+@pytest.mark.course
 def test_cheatsheet_page_is_generated_from_the_snippets():
     result = subprocess.run([sys.executable, "tools/make_cheatsheet.py", "--check"], cwd=ROOT,
                             capture_output=True, text=True)
@@ -160,6 +161,7 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
         dist.destroy_process_group()
 
 
+@pytest.mark.course
 def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
     loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1, timeout_s=1)
     start = time.monotonic()

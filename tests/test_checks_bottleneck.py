@@ -69,6 +69,7 @@ def total_minus_steps(loader, train_step):
     return (total - steps) / total
 
 
+@pytest.mark.course
 def test_correct_answers_pass(capsys):
     out = _verdict(capsys, lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4))
     assert out.startswith("✅ same 3 batches"), out
@@ -89,6 +90,7 @@ def test_wrong_fixes_fail_with_their_own_sentence(capsys, fix, sentence):
     assert out.startswith("❌") and sentence in out, out
 
 
+@pytest.mark.course
 def test_more_workers_that_only_spread_the_slow_stage_fail(capsys):
     # the lab's 24 samples: 5 batches after the first, in the steady state of 2 workers (about
     # a third of the time waiting; a busy machine slows the step and the reads alike)
@@ -96,6 +98,7 @@ def test_more_workers_that_only_spread_the_slow_stage_fail(capsys):
     assert out.startswith("❌ with 2 workers your loader still waits"), out
 
 
+@pytest.mark.course
 def test_a_wrong_measurement_fails(capsys):
     def percent(loader, train_step):
         return 100 * total_minus_steps(loader, train_step)
@@ -113,6 +116,7 @@ def test_stub_and_nothing_are_not_attempted(capsys):
     assert _verdict(capsys, None).startswith("⏳ not attempted yet")
 
 
+@pytest.mark.course
 def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     class Hangs(lab14.Records):
         def __getitem__(self, index):

@@ -324,6 +324,7 @@ def test_wrong_bucketing_fails_with_its_reason(candidate, phrase, capsys):
     assert line.startswith("❌") and phrase in line, line
 
 
+@pytest.mark.course
 def test_bucket_stub_and_raising_candidate(capsys):
     assert check_bucket_batches(bucket_stub) is False
     assert _line(capsys) == "⏳ not attempted yet"

@@ -134,6 +134,7 @@ class Hangs(Counted):
         time.sleep(3600)  # a read that never returns, in this process (num_workers=0)
 
 
+@pytest.mark.course
 def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     monkeypatch.setattr(resume, "BOUND_S", 1.0)
     start = time.perf_counter()

@@ -90,12 +90,14 @@ def stub(worker_id):
 # ------------------------------------------------------------------------- checker
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("candidate", [from_worker_seed, from_initial_seed, reseed_in_place])
 def test_seeds_from_the_loader_are_accepted(capsys, candidate):
     ok, out = verdict(capsys, candidate)
     assert ok and out.startswith("✅ 2 workers drew 32 distinct values"), out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(
     ("candidate", "phrase"),
     [
@@ -113,6 +115,7 @@ def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase):
     assert not ok and out.startswith("❌") and phrase in out, out
 
 
+@pytest.mark.course
 def test_stub_is_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
     ok, out = verdict(capsys, typo)

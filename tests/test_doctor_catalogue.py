@@ -37,6 +37,7 @@ def doctor_cli(name: str, options: list[str], as_json: bool = False) -> tuple[in
     return status, out.getvalue()
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("broken", list(cat.CATALOGUE))
 def test_broken_loader_gets_its_code_and_its_fix_gets_no_warning(broken, no_leaked_workers):
     code, fixed, options, fixed_options = cat.CATALOGUE[broken]

@@ -37,6 +37,7 @@ def _setup(*args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     return result, time.monotonic() - start
 
 
+@pytest.mark.course
 def test_unreachable_cpu_index_falls_back_to_the_default_index_fast(tmp_path):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(TORCH_PIN)
@@ -49,6 +50,7 @@ def test_unreachable_cpu_index_falls_back_to_the_default_index_fast(tmp_path):
     assert seconds < 15, f"the fallback took {seconds:.1f} s"
 
 
+@pytest.mark.course
 def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
     with socket.socket() as silent:  # accepts connections (backlog) but never replies
         silent.bind(("127.0.0.1", 0))
@@ -137,6 +139,7 @@ def _schema_errors(overrides: dict) -> list[str]:
     return errors
 
 
+@pytest.mark.course
 def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_path):
     targets = {source: Path(sys.prefix) / target for source, target in install.LAB_SETTINGS.items()}
     for source, target in targets.items():

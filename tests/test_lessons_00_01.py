@@ -19,6 +19,7 @@ from loaderlab.env import can_fork
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.course
 def test_slow_dataset_waits_per_sample_and_returns_the_index():
     lesson00 = lesson("lesson00")
     dataset = lesson00.SlowDataset(n=5, latency_s=0.02, dim=3)

@@ -38,6 +38,7 @@ class DictCache(Dataset):
         return self.cache[index]
 
 
+@pytest.mark.course
 def test_cached_images_keep_three_tensors_and_reach_forkserver_workers(monkeypatch, no_leaked_workers):
     monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # forkserver workers import lesson04_b
     samples = [Squares()[i] for i in range(300)]

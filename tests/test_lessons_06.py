@@ -58,6 +58,7 @@ def test_collect_at_start_waits_for_its_gate_then_stores_a_figure_at_the_worker_
     assert added[0] is None and isinstance(added[1], float)
 
 
+@pytest.mark.course
 def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     rows = make_metadata(n_rows=100_000, row_chars=100)
     array = np.ones(20 * 2**20, dtype=np.uint8)
@@ -76,6 +77,7 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     assert copy.parts["small"] == [1, 2] and len(copy.cost_mb) == 3
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("name", ["lesson06", "lesson06_b", "lesson06_c", "lesson06_d", "lesson06_e"])
 def test_lesson_modules_import_without_loaderlab(name):
     code = f"import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks'); import {name}"

@@ -13,6 +13,7 @@ from course_code import lesson
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 
+@pytest.mark.course
 def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
     dataset = lesson("lesson18").SyntheticSamples(n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05, slow_ms=30.0)
     slow = [i for i in range(200) if dataset.is_slow(i)]
@@ -39,6 +40,7 @@ def test_loader_call_and_build_loader_follow_the_settings():
     assert main.num_workers == 0 and main.prefetch_factor is None
 
 
+@pytest.mark.course
 def test_predict_names_the_binding_limit():
     module = lesson("lesson18_b")
     cpu = module.predict(module.PRESETS["CPU-bound decode"], free_cores=1.0)
@@ -57,6 +59,7 @@ def test_predict_names_the_binding_limit():
     assert module.sample_ms(module.PRESETS["spiky reads"]) == pytest.approx(15.0)
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("persistent", [True, False])
 def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
     module = lesson("lesson18_b")

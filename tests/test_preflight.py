@@ -22,6 +22,7 @@ def _lines(capsys) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.course
 def test_preflight_passes_here_starts_and_stops_jupyterlab(monkeypatch, capsys):
     monkeypatch.setattr(preflight, "LAB_START_S", 90)  # make test runs two units on 2 cores
     before = {p.pid for p in psutil.Process().children(recursive=True)}

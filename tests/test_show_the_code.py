@@ -138,6 +138,7 @@ def test_every_snippet_shown_is_an_excerpt_of_a_tested_snippet_file(path):
                        f"exactly from one file):\n{block}")
 
 
+@pytest.mark.course
 def test_snippet_files_run_without_loaderlab():
     for path in SNIPPETS:
         tree = ast.parse(path.read_text())

@@ -41,6 +41,7 @@ class SlowReads(Dataset):
         return torch.tensor([float(index)]), index % 2
 
 
+@pytest.mark.course
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")  # 4 sleeping workers on 2 cores: on purpose
 def test_the_sweep_finds_that_workers_overlap_slow_reads(no_leaked_workers):
     sweep = snippet("choose_num_workers").sweep_num_workers(SlowReads(), counts=(0, 4), batch_size=4)

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from course_code import snippet
 from torch.utils.data import Dataset
@@ -35,6 +36,7 @@ class Probe(Dataset):
         return torch.tensor([i, os.getpid(), threading.get_native_id()]), i
 
 
+@pytest.mark.course
 def test_thread_loader_delivers_every_sample_once_per_epoch_reshuffled_in_whole_batches():
     loader = snippet("thread_loader").thread_loader(Probe(100), batch_size=8, num_workers=4)
     KEPT.append(loader)
@@ -48,6 +50,7 @@ def test_thread_loader_delivers_every_sample_once_per_epoch_reshuffled_in_whole_
     assert orders[0] != orders[1]
 
 
+@pytest.mark.course
 def test_the_batches_are_loaded_by_several_threads_of_this_process():
     loader = snippet("thread_loader").thread_loader(Probe(64, latency_s=0.002), batch_size=4, num_workers=4)
     KEPT.append(loader)
@@ -57,6 +60,7 @@ def test_the_batches_are_loaded_by_several_threads_of_this_process():
     assert len(set(rows[:, 2].tolist())) >= 2
 
 
+@pytest.mark.course
 def test_sixteen_threads_overlap_the_waits():
     dataset = Probe(128, latency_s=0.01)  # 1.28 s when one reader waits for every sample
     loader = snippet("thread_loader").thread_loader(dataset, batch_size=8, num_workers=16)
@@ -67,6 +71,7 @@ def test_sixteen_threads_overlap_the_waits():
     assert samples == 128 and seconds < 128 * 0.01 / 4  # at least 4x one reader; ideal ~16x
 
 
+@pytest.mark.course
 def test_train_runs_every_epoch():
     steps = []
     snippet("thread_loader").train(Probe(200), lambda xb, yb: steps.append(len(yb)), num_epochs=2)

@@ -33,6 +33,7 @@ def test_the_bundle_has_no_answers(bundle):
         assert not make_student.keep(answer), answer
 
 
+@pytest.mark.course
 def test_the_bundle_has_what_a_student_runs(bundle):
     names, labs = bundle
     for needed in ("README.md", "Makefile", "requirements.txt", "pyproject.toml", "loaderlab/__init__.py",

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +77,7 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return err.code, b""
 
 
+@pytest.mark.course
 def test_make_lab_server_serves_the_course_and_requires_the_token():
     command = _tool("lab_server").server_command(port=_free_port(), token=secrets.token_hex(16),
                                                   browser=False)
@@ -143,6 +145,7 @@ def test_soak_reports_each_failing_cell_with_what_differed(tmp_path):
     assert failed["notebooks.16_x.ipynb::Cell 2"] == "boom"
 
 
+@pytest.mark.course
 def test_soak_load_keeps_one_core_busy_and_ends_by_itself():
     soak = _tool("soak")
     busy = soak.busy_core(2.0)

@@ -17,6 +17,7 @@ from loaderlab.measure import (
 )
 
 
+@pytest.mark.course
 def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_workers):
     ds = LatencyDataset(n=48, latency_s=0.01)
     alone = loaderlab.trace_timeline(DataLoader(ds, batch_size=2), step=0.03)
@@ -27,6 +28,7 @@ def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_w
         overlap_fraction([])
 
 
+@pytest.mark.course
 def test_shared_memory_watcher_sees_a_large_shared_tensor():
     if shared_memory_used_mb() is None:
         pytest.skip("no /dev/shm on this system")
