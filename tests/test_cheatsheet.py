@@ -7,13 +7,12 @@ import sys
 import time
 import warnings
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset
 
 from loaderlab.collate import padding_waste
@@ -21,8 +20,6 @@ from loaderlab.data import make_metadata, make_token_sequences
 from loaderlab.distributed import free_port
 from loaderlab.loaders import same_batches
 from loaderlab.sampling import expected_class_fractions
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class RandomAugment(Dataset):

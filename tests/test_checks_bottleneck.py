@@ -6,16 +6,15 @@ import functools
 import importlib
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
+from course_code import ROOT
 from torch.utils.data import DataLoader
 
 from loaderlab.checks import bottleneck
 from loaderlab.checks.bottleneck import check_bottleneck
 
-ROOT = Path(__file__).resolve().parent.parent
 # The lab's pipeline, written by the solution's %%writefile lab14.py cell (solutions/ on the
 # path so that workers find it by name).
 sys.path.insert(0, str(ROOT / "solutions"))

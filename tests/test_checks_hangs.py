@@ -7,14 +7,13 @@ import importlib
 import pickle
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 from torch.utils.data import DataLoader, get_worker_info
 
 from loaderlab.checks.hangs import ResourceClient, check_hang_fix, epoch_with_lock_held
 
-ROOT = Path(__file__).resolve().parent.parent
 # The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ stays on
 # the path so that spawned workers, which import it by name, find it too.
 sys.path.insert(0, str(ROOT / "solutions"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import random
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,6 @@ from torch.utils.data import Subset, get_worker_info
 from loaderlab.checks.seeding import check_worker_init_fn, seeding_run
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def lab_dataset():

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 IGNORING_TAGS = {"nbval-ignore-output", "nbval-skip"}
 IGNORING_MARKERS = re.compile(r"^\s*#\s*(NBVAL_IGNORE_OUTPUT|NBVAL_SKIP|PYTEST_VALIDATE_IGNORE_OUTPUT)", re.M)

@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 

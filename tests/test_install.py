@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("install", ROOT / "tools" / "install.py")
 install = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(install)

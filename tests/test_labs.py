@@ -18,8 +18,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 LABS = sorted((ROOT / "labs").glob("*.ipynb"))
 VERDICTS = ("✅", "❌", "⏳")
 MAGIC = re.compile(r"^\s*[%!].*$", re.M)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 from jupyter_client.manager import start_new_kernel
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "04_custom_dataset_and_caching.ipynb"
 READ_A_BATCH = """
 loader = DataLoader(ImageFiles(paths, mode="RGB", transform=ResizeToTensor(32)), batch_size=4,

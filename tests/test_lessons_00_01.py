@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +14,6 @@ from torch.utils.data import DataLoader
 
 from loaderlab.data import make_image_folder
 from loaderlab.env import can_fork
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.course

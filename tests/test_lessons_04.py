@@ -5,14 +5,10 @@ what per-sample fetching and the default collate return."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from course_code import lesson
+from course_code import ROOT, lesson
 from torch.utils.data import DataLoader, Dataset, TensorDataset
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Squares(Dataset):

@@ -9,16 +9,13 @@ import pickle
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-from course_code import lesson
+from course_code import ROOT, lesson
 
 from loaderlab.cow import list_size_mb
 from loaderlab.data import make_metadata, metadata_array
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_row_lengths_batched_fetch_matches_single_fetch_for_list_and_array():

@@ -5,14 +5,11 @@ and the notebook's snippet is that same class."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from course_code import lesson
+from course_code import ROOT, lesson
 from torch.utils.data import ConcatDataset, DataLoader, Subset
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 

@@ -11,8 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from course_code import ROOT
 
 
 def _modules_in_tree() -> set[str]:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path("/usr/bin/chromedriver")
 NOTEBOOK = "notebooks/18_playground.ipynb"

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import sys
 from collections import namedtuple
-from pathlib import Path
 
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import preflight  # noqa: E402
 

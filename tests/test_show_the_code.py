@@ -22,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 from torch.utils.data import Dataset, IterableDataset, Sampler
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
 # Every notebook follows the convention ("Show the code" 1-3 of 3). A new notebook joins the

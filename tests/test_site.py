@@ -9,8 +9,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'(?:href|src)="([^"]+)"')
 
 

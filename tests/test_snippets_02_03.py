@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -11,8 +10,6 @@ from course_code import snippet
 from torch.utils.data import Dataset, TensorDataset
 
 from loaderlab.loaders import same_batches
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_training_drops_the_tiny_batch_validation_sees_every_sample_once():

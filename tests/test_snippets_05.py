@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-from pathlib import Path
 
 import nbformat
 import pytest
-from course_code import lesson, snippet
+from course_code import ROOT, lesson, snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.data import make_token_sequences
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_collate_and_padding.ipynb"
 
 

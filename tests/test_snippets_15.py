@@ -10,14 +10,13 @@ import multiprocessing
 import os
 import resource
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as torch_mp
+from course_code import ROOT
 from torch.utils.data import DataLoader
 
-ROOT = Path(__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
 
 pytestmark = [

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import Dataset
 
-ROOT = Path(__file__).resolve().parent.parent
 # torchdata 0.11 frees a finished Loader only in the cycle collector, which may run in one of its
 # own stopping threads and print "cannot join current thread" (notebook 16, section 1): keep them.
 KEPT = []

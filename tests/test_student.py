@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import make_student  # noqa: E402
 

@@ -11,12 +11,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import psutil
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from course_code import ROOT
 
 
 def _tool(name: str):
