@@ -125,4 +125,4 @@ def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatc
     start = time.perf_counter()
     out = _verdict(capsys, lambda loader: DataLoader(Hangs(len(loader.dataset)), batch_size=4))
     assert out.startswith("❌ the check took over 5 s: does every __getitem__ return?"), out
-    assert time.perf_counter() - start < 60
+    assert time.perf_counter() - start < 60  # the 5 s bound + 55 s of margin; unbounded: 3600 s

@@ -45,7 +45,7 @@ from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, 
 from loaderlab.failures import CrashingDataset
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-PER_PROBE_S = 20.0
+PER_PROBE_S = 20.0  # margin: a run's 10 s time budget, doubled for stopping workers under load
 sys.path.insert(0, str(NOTEBOOKS))  # spawn workers and the command line import the lesson modules by name
 ex = lesson("lesson17_loaders")
 l17 = lesson("lesson17")

@@ -47,7 +47,7 @@ def test_unreachable_cpu_index_falls_back_to_the_default_index_fast(tmp_path):
     assert f"{index} did not answer" in result.stdout and "torch comes from the default index" in result.stdout
     pips = [line for line in result.stdout.splitlines() if line.startswith("+ pip")]
     assert pips == [f"+ pip install --disable-pip-version-check -q --dry-run -r {requirements}"]
-    assert seconds < 15, f"the fallback took {seconds:.1f} s"
+    assert seconds < 15, f"the fallback took {seconds:.1f} s"  # margin: a dry run of seconds
 
 
 @pytest.mark.course
@@ -57,7 +57,7 @@ def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
         silent.listen()
         start = time.monotonic()
         assert not install.answers(f"http://127.0.0.1:{silent.getsockname()[1]}/whl/cpu", timeout=1.0)
-        assert time.monotonic() - start < 3
+        assert time.monotonic() - start < 3  # the 1 s timeout + 2 s of margin; no timeout: never
 
 
 def _record_pip(monkeypatch) -> list[list[str]]:

@@ -155,6 +155,7 @@ def test_soak_load_keeps_one_core_busy_and_ends_by_itself():
             except psutil.Error:
                 break
             time.sleep(0.05)
+        # margin: 2 s of busy loop; 0.2 s is a tenth of it, ten times what a sleeping process uses
         assert used > 0.2, f"the load used {used:.2f} s of CPU in its 2 s (another job took the cores?)"
         busy.wait(timeout=1)
     finally:
