@@ -143,7 +143,8 @@ def pytest_runtest_setup(item: pytest.Item):
     parent = item.parent
     first = _is_cell(item) and getattr(parent, "_loaderlab_monitor", None) is None
     saved = {name: os.environ.get(name) for name in (_GUARD, "PYTHONPATH")}
-    if first and os.environ.get(_GUARD_ROOT) and Path(str(item.path)).parent.name == "notebooks":  # the kernel starts in this setup
+    notebook = Path(str(item.path)).parent.name == "notebooks"
+    if first and notebook and os.environ.get(_GUARD_ROOT):  # the kernel starts in this setup
         os.environ[_GUARD] = os.environ[_GUARD_ROOT]
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(MACHINES), saved["PYTHONPATH"]]))
     try:
@@ -163,10 +164,10 @@ def pytest_runtest_setup(item: pytest.Item):
 
 # Work units go out longest first, so that no process is left with a long one at the end
 # (`--dist loadscope --no-loadscope-reorder`: a unit is a test module or a notebook, its cells in
-# order, then its budget). A unit's time is what it took in the last run that ran it (pytest's
-# cache, key UNIT_SECONDS), else for a notebook its idle recording (docs/runtimes.json), else an
-# estimate from its tests' markers (real-clock and kernel tests, marked `course`, take seconds).
-UNIT_SECONDS = "loaderlab/unit_seconds"
+# order, then its budget). A unit's time is the sum of its selected tests' times in the last run
+# that ran each (pytest's cache, key ITEM_SECONDS), else for a notebook its idle recording
+# (docs/runtimes.json), else an estimate from the markers (course tests take seconds).
+ITEM_SECONDS = "loaderlab/item_seconds"
 _COURSE_TEST_S, _CHECK_TEST_S, _NOTEBOOK_S = 1.5, 0.05, 10.0
 _RUNTIMES_FILE = ROOT / "docs" / "runtimes.json"
 _RUNTIMES = json.loads(_RUNTIMES_FILE.read_text()) if _RUNTIMES_FILE.exists() else {}
@@ -179,17 +180,22 @@ def _unit(nodeid: str) -> str:
 
 def _estimates(config, items: list[pytest.Item]) -> dict[str, float]:
     """Seconds per work unit, from the last run, the recording or the markers."""
-    guess: dict[str, float] = {}
+    cache = getattr(config, "cache", None)
+    last = cache.get(ITEM_SECONDS, {}) if cache is not None else {}
+    seconds: dict[str, float] = {}
+    unrecorded_notebooks = set()
     for item in items:
         unit = _unit(item.nodeid)
-        if Path(str(item.path)).suffix == ".ipynb":
-            guess[unit] = _RUNTIMES.get(unit, _NOTEBOOK_S)
+        if item.nodeid in last:
+            seconds[unit] = seconds.get(unit, 0.0) + last[item.nodeid]
+        elif Path(str(item.path)).suffix == ".ipynb":
+            unrecorded_notebooks.add(unit)
         else:
             slow = item.get_closest_marker("course") or item.get_closest_marker("spawn")
-            guess[unit] = guess.get(unit, 0.0) + (_COURSE_TEST_S if slow else _CHECK_TEST_S)
-    cache = getattr(config, "cache", None)
-    last = cache.get(UNIT_SECONDS, {}) if cache is not None else {}
-    return {unit: last.get(unit, seconds) for unit, seconds in guess.items()}
+            seconds[unit] = seconds.get(unit, 0.0) + (_COURSE_TEST_S if slow else _CHECK_TEST_S)
+    for unit in unrecorded_notebooks:
+        seconds[unit] = max(seconds.get(unit, 0.0), _RUNTIMES.get(unit, _NOTEBOOK_S))
+    return seconds
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -204,7 +210,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_runtest_logreport(report):
-    _MEASURED[_unit(report.nodeid)] = _MEASURED.get(_unit(report.nodeid), 0.0) + report.duration
+    _MEASURED[report.nodeid] = _MEASURED.get(report.nodeid, 0.0) + report.duration
     if report.when == "call":
         for key, value in report.user_properties:
             if key == "budget":
@@ -222,10 +228,11 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session):
-    """Store each unit's measured time for the next run's schedule (once, in xdist's controller)."""
+    """Store each test's measured time for the next run's schedule (once, in xdist's controller);
+    tests whose file is gone are forgotten."""
     cache = getattr(session.config, "cache", None)
     if cache is None or hasattr(session.config, "workerinput") or not _MEASURED:
         return
-    seconds = cache.get(UNIT_SECONDS, {})
-    seconds.update({unit: round(value, 2) for unit, value in _MEASURED.items()})
-    cache.set(UNIT_SECONDS, seconds)
+    seconds = cache.get(ITEM_SECONDS, {})
+    seconds.update({nodeid: round(value, 3) for nodeid, value in _MEASURED.items()})
+    cache.set(ITEM_SECONDS, {k: v for k, v in seconds.items() if (ROOT / _unit(k)).exists()})
