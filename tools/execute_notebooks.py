@@ -14,6 +14,7 @@ python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -73,7 +74,14 @@ def run(path: Path, timeout: float = 300, allow_errors: bool = False) -> tuple[n
     error unless ``allow_errors``. The file is not written."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client(nb, path.parent, timeout=timeout, allow_errors=allow_errors).execute()
+    runner = client(nb, path.parent, timeout=timeout, allow_errors=allow_errors)
+    started: list[int] = []
+    runner.on_cell_start = lambda cell, cell_index: started.append(cell_index)
+    try:
+        runner.execute()
+    except Exception as exc:
+        exc.cell_number = started[-1] + 1 if started else None  # counted from 1, markdown included
+        raise
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
@@ -90,6 +98,18 @@ def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
     return seconds
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failure(exc: BaseException) -> str:
+    """One line: where a notebook stopped and why ('cell 14: AssertionError: ...')."""
+    name, value = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    last = (str(exc).strip().splitlines() or [""])[-1]
+    what = f"{name}: {value}" if name else f"{type(exc).__name__}: {last}"
+    where = f"cell {exc.cell_number}: " if getattr(exc, "cell_number", None) else ""
+    return where + " ".join(ANSI.sub("", what).split())
+
+
 def main(argv: list[str]) -> int:
     os.environ["LOADERLAB_TEST_MODE"] = "1"
     write = "--no-write" not in argv
@@ -102,7 +122,7 @@ def main(argv: list[str]) -> int:
             seconds = execute(path, write=write)
         except Exception as exc:  # report and carry on with the others
             failed += 1
-            print(f"FAILED {rel}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}")
+            print(f"FAILED {rel}: {failure(exc)}")
             continue
         print(f"executed {rel} in {seconds:.1f} s")
         if save_time:
