@@ -105,7 +105,7 @@ def failure(exc: BaseException) -> str:
     """One line: where a notebook stopped and why ('cell 14: AssertionError: ...')."""
     name, value = getattr(exc, "ename", None), getattr(exc, "evalue", None)
     last = (str(exc).strip().splitlines() or [""])[-1]
-    what = f"{name}: {value}" if name else f"{type(exc).__name__}: {last}"
+    what = (f"{name}: {value}" if value else name) if name else f"{type(exc).__name__}: {last}"
     where = f"cell {exc.cell_number}: " if getattr(exc, "cell_number", None) else ""
     return where + " ".join(ANSI.sub("", what).split())
 
