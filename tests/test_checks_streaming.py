@@ -156,6 +156,7 @@ def _spy_on_loaders(monkeypatch) -> list:
     return started
 
 
+@pytest.mark.spawn
 @pytest.mark.course
 def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(monkeypatch, no_leaked_workers):
     monkeypatch.setattr(loops, "start_method", lambda: "spawn")

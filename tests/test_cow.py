@@ -98,6 +98,7 @@ def test_watch_reads_each_worker_at_the_gate_before_its_first_fetch(no_leaked_wo
         other._iterator._shutdown_workers()
 
 
+@pytest.mark.spawn
 @pytest.mark.course
 def test_watch_gate_works_with_spawn_workers(no_leaked_workers):
     from torch.utils.data import DataLoader

@@ -38,6 +38,7 @@ def test_lazy_rng_draws_differ_wrapped_or_not(kind):
     assert repeats(ConcatDataset([LazyRng(6, kind), LazyRng(6, kind)])) == 8  # same own seed: 2 per worker, epoch
 
 
+@pytest.mark.spawn
 @pytest.mark.course
 def test_lazy_rng_is_keyed_on_the_worker_seed_so_a_main_process_draw_does_not_travel(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # spawned workers import lesson07_b by name

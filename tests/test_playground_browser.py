@@ -115,6 +115,7 @@ def _stop(processes: list[psutil.Process], groups: list[int]) -> None:
     psutil.wait_procs(processes, timeout=10)
 
 
+@pytest.mark.release
 @pytest.mark.course
 def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
     reason = _missing()

@@ -74,6 +74,7 @@ def test_resumed_epoch_is_the_uninterrupted_one_and_not_without_the_dataset_stat
     assert identical(batches, reference) == [True] * 3 + [False] * 2 and not all(same_model)
 
 
+@pytest.mark.spawn
 @pytest.mark.course
 @needs_fork
 def test_an_epoch_saved_by_forked_workers_resumes_exactly_in_spawned_workers(tmp_path, monkeypatch):

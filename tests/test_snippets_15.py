@@ -40,6 +40,7 @@ def strategy_of_worker(batch):
     return torch_mp.get_sharing_strategy()
 
 
+@pytest.mark.spawn
 @pytest.mark.course
 def test_file_system_loader_sets_the_strategy_in_spawned_workers_too(sharing_strategy):
     spawn = multiprocessing.get_context("spawn")
