@@ -76,8 +76,8 @@ class _Monitor:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                alive = [p for p in self.root.children(recursive=True)
-                         if p.status() != psutil.STATUS_ZOMBIE and not is_multiprocessing_helper(p, self.root.pid)]
+                alive = [p for p in self.root.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE
+                         and not is_multiprocessing_helper(p, self.root.pid)]
             except psutil.Error:
                 alive = []
             if not alive or time.monotonic() > deadline:
@@ -106,8 +106,8 @@ class NotebookBudget(pytest.Item):
         guard = Path(os.environ.get(_GUARD_ROOT, "")) / f"{monitor.root.pid}.txt"
         if os.environ.get(_GUARD_ROOT) and guard.exists():
             lines = sorted(set(guard.read_text().splitlines()))
-            problems.append("a loader's workers could not start under spawn (macOS, Windows): " + "; ".join(lines)
-                            + " (worker code goes in a %%writefile module the notebook imports)")
+            problems.append("a loader's workers could not start under spawn (macOS, Windows): "
+                            + "; ".join(lines) + " (put worker code in a %%writefile module)")
         if problems:
             raise AssertionError(f"{self.parent.name}: " + "; ".join(problems))
 

@@ -19,8 +19,8 @@ def test_every_notebook_and_solution_has_a_row_and_nothing_else_does():
     _, table = machines.read_table(machines.TABLE.read_text())
     every = {p.relative_to(ROOT).as_posix() for p in machines.notebooks([])}
     assert set(table) == every, (
-        f"docs/machines.md is stale (missing {sorted(every - set(table))}, extra {sorted(set(table) - every)}): "
-        "run `make test-machines` (or tools/machines.py NOTEBOOK for the new ones)")
+        f"docs/machines.md is stale (missing {sorted(every - set(table))}, "
+        f"extra {sorted(set(table) - every)}): run `make test-machines` (or tools/machines.py NOTEBOOK)")
 
 
 def test_the_columns_are_the_scripts_profiles_and_each_cell_a_result():
@@ -34,7 +34,8 @@ def test_the_columns_are_the_scripts_profiles_and_each_cell_a_result():
 
 def test_a_partial_run_updates_its_rows_and_keeps_the_others():
     col = machines.column(machines.PROFILES[0])
-    before = machines.render([col], {"notebooks/00_a.ipynb": {col: "✅ 9 s"}, "notebooks/01_b.ipynb": {col: "❌ x"}})
+    before = machines.render([col], {"notebooks/00_a.ipynb": {col: "✅ 9 s"},
+                                     "notebooks/01_b.ipynb": {col: "❌ x"}})
     after = machines.update({"notebooks/01_b.ipynb": {col: "✅ 12 s"}}, before,
                             ["notebooks/00_a.ipynb", "notebooks/01_b.ipynb", "solutions/01_b.ipynb"])
     columns, table = machines.read_table(after)

@@ -79,7 +79,8 @@ def environment(profile: Profile) -> dict[str, str]:
 
 def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
     """Run one notebook on one profile; return its table cell ('✅ 23 s' or '❌ why')."""
-    command = [*profile.prefix, sys.executable, str(ROOT / "tools" / "execute_notebooks.py"), "--no-write", str(path)]
+    script = ROOT / "tools" / "execute_notebooks.py"
+    command = [*profile.prefix, sys.executable, str(script), "--no-write", str(path)]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=ROOT, env=environment(profile), capture_output=True, text=True,
@@ -128,7 +129,12 @@ def read_table(text: str) -> tuple[list[str], dict[str, dict[str, str]]]:
 
 def render(columns: list[str], table: dict[str, dict[str, str]]) -> str:
     lines = ["| notebook | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    for name in sorted(table, key=lambda n: (FOLDERS.index(n.split("/")[0]) if n.split("/")[0] in FOLDERS else 9, n)):
+
+    def order(name: str) -> tuple[int, str]:
+        folder = name.split("/")[0]
+        return (FOLDERS.index(folder) if folder in FOLDERS else len(FOLDERS), name)
+
+    for name in sorted(table, key=order):
         lines.append(f"| `{name}` | " + " | ".join(table[name].get(c, NOT_RUN) for c in columns) + " |")
     return HEADER + "\n".join(lines) + "\n"
 

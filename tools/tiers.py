@@ -42,7 +42,8 @@ def tier(name: str) -> tuple[dict[str, str], list[str]]:
     tiers = {
         "check": (test_mode, ["-n", "2", "-m", CHECK, "--durations=5", "tests"]),
         "test": ({**test_mode, "LOADERLAB_BUDGET_SECONDS": "90"},
-                 [*lax, "-n", "3", *units, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"]),
+                 [*lax, "-n", "3", *units, "-m", COURSE, "--durations=10",
+                  "tests", "notebooks", "solutions"]),
         "test-spawn": (test_mode, ["-n", "2", "--dist", "load", "-m", RELEASE, "--durations=8", "tests"]),
         "unit": (test_mode, ["-n", "2", *units, "-m", COURSE, "tests"]),
         "notebooks": (test_mode, [*lax, "-m", COURSE, "notebooks", "solutions"]),

@@ -59,7 +59,8 @@ def problems(loader) -> list[str]:
             scan.dump(getattr(loader, name))
         except Exception as exc:  # what spawn would raise too
             found.append(f"{name}: cannot be pickled: {type(exc).__name__}: {str(exc)[:120]}")
-        found += [f"{name}: {qualname} is defined in __main__ (a notebook cell)" for qualname in sorted(scan.in_main)]
+        found += [f"{name}: {qualname} is defined in __main__ (a notebook cell)"
+                  for qualname in sorted(scan.in_main)]
     return found
 
 
