@@ -1,22 +1,28 @@
-"""Course-wide budgets for every notebook run by nbval (`make test`).
+"""Course-wide budgets for every notebook run by nbval (`make test`), and the suite's schedule.
 
 After the last cell of each notebook an extra test item, ``<notebook>::budget``, checks what a
 background sampler measured while the cells ran: wall time (<= 45 s), peak memory of the
-kernel plus all its children (summed PSS on Linux, RSS elsewhere; <= 2 GB), and that no child
-process (a DataLoader worker, a torchrun rank...) is still alive after the last cell.
-The suite ends with a table of these figures.
+kernel plus all its children (summed PSS on Linux, RSS elsewhere; <= 2 GB), that no child
+process (a DataLoader worker, a torchrun rank...) is still alive after the last cell, and, for
+the notebooks in notebooks/ run with fork, that every loader leaving the start method to the
+default could start its workers under spawn too (tests/machines/spawnguard.py: nothing it
+sends them lives only in a notebook cell, everything pickles). The suite ends with a table.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from loaderlab.processes import is_multiprocessing_helper
 
 # The time budget is for a notebook alone on a quiet machine (45 s, also checked on the idle
 # recording in docs/runtimes.json); `make test`, which runs two work units at a time, and
@@ -25,18 +31,9 @@ import pytest
 # processes are checked as always).
 BUDGET_SECONDS = float(os.environ.get("LOADERLAB_BUDGET_SECONDS", "45"))
 BUDGET_MB = 2048.0
-_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 _TABLE: list[tuple[str, float, float, int]] = []
-
-
-def _is_helper(proc: psutil.Process, parent_pid: int) -> bool:
-    # multiprocessing's resource tracker and forkserver live as long as the kernel; they are
-    # its direct children. Workers started by a forkserver share its command line but are the
-    # forkserver's children, so they still count as leftovers.
-    try:
-        return proc.ppid() == parent_pid and any(h in " ".join(proc.cmdline()) for h in _HELPERS)
-    except psutil.Error:
-        return True
+ROOT = Path(__file__).resolve().parent
+MACHINES = ROOT / "tests" / "machines"  # sitecustomize.py + spawnguard.py, for the kernels
 
 
 def _family_mb(root: psutil.Process) -> float:
@@ -79,8 +76,8 @@ class _Monitor:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                alive = [p for p in self.root.children(recursive=True)
-                         if p.status() != psutil.STATUS_ZOMBIE and not _is_helper(p, self.root.pid)]
+                alive = [p for p in self.root.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE
+                         and not is_multiprocessing_helper(p, self.root.pid)]
             except psutil.Error:
                 alive = []
             if not alive or time.monotonic() > deadline:
@@ -89,7 +86,7 @@ class _Monitor:
 
 
 class NotebookBudget(pytest.Item):
-    """Checks the time, memory and leftover processes of the notebook that just ran."""
+    """Checks the time, memory, leftover processes and spawn-safety of the notebook that just ran."""
 
     def runtest(self) -> None:
         monitor = getattr(self.parent, "_loaderlab_monitor", None)
@@ -106,6 +103,11 @@ class NotebookBudget(pytest.Item):
         if leftover:
             names = ", ".join(sorted({p.name() for p in leftover}))
             problems.append(f"left {len(leftover)} child process(es) alive ({names})")
+        guard = Path(os.environ.get(_GUARD_ROOT, "")) / f"{monitor.root.pid}.txt"
+        if os.environ.get(_GUARD_ROOT) and guard.exists():
+            lines = sorted(set(guard.read_text().splitlines()))
+            problems.append("a loader's workers could not start under spawn (macOS, Windows): "
+                            + "; ".join(lines) + " (put worker code in a %%writefile module)")
         if problems:
             raise AssertionError(f"{self.parent.name}: " + "; ".join(problems))
 
@@ -117,42 +119,83 @@ def _is_cell(item: pytest.Item) -> bool:
     return type(item).__name__ == "IPyNbCell"
 
 
+# The spawn guard (tests/machines/spawnguard.py) runs in the kernels of notebooks/ when workers
+# start by fork: a notebook run with another start method pickles for real, and the solutions'
+# checkers fork the student's __main__ classes on purpose. Its reports go to one folder per
+# pytest process (_GUARD_ROOT names it); a notebook's kernel writes <its pid>.txt there.
+_GUARD = "LOADERLAB_SPAWN_GUARD"
+_GUARD_ROOT = "LOADERLAB_SPAWN_GUARD_ROOT"
+
+
+def pytest_configure(config):
+    if (os.environ.get("LOADERLAB_START_METHOD") or "fork") == "fork" and hasattr(os, "fork"):
+        os.environ[_GUARD_ROOT] = tempfile.mkdtemp(prefix="loaderlab-spawnguard-")
+
+
+def pytest_unconfigure(config):
+    folder = os.environ.pop(_GUARD_ROOT, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item):
-    yield
     parent = item.parent
-    if _is_cell(item) and getattr(parent, "_loaderlab_monitor", None) is None:
+    first = _is_cell(item) and getattr(parent, "_loaderlab_monitor", None) is None
+    saved = {name: os.environ.get(name) for name in (_GUARD, "PYTHONPATH")}
+    notebook = Path(str(item.path)).parent.name == "notebooks"
+    if first and notebook and os.environ.get(_GUARD_ROOT):  # the kernel starts in this setup
+        os.environ[_GUARD] = os.environ[_GUARD_ROOT]
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(MACHINES), saved["PYTHONPATH"]]))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if first:
         kernel = getattr(parent, "kernel", None)
         pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
         if pid:
             parent._loaderlab_monitor = _Monitor(pid)
 
 
-# `make test` runs unit tests, nbval and the forkserver pass in one pytest with two processes
-# (`-n 2 --dist loadscope --no-loadscope-reorder`): a work unit is a test module, a notebook (its
-# cells in order, then its budget) or one notebook's forkserver run, and the units go out longest
-# first so that neither process is left with a long one at the end. Notebook times come from the
-# idle recording (docs/runtimes.json); unit modules' from a measured run, halved (2 processes).
-ROOT = Path(__file__).resolve().parent
-_RUNTIMES = json.loads((ROOT / "docs" / "runtimes.json").read_text()) if (ROOT / "docs" / "runtimes.json").exists() else {}
-_UNIT_SECONDS = {"test_checks_memory": 45, "test_checks_speed": 33, "test_distributed": 28, "test_labs": 26,
-                 "test_snippets_12": 25, "test_checks_hangs": 23, "test_doctor": 9, "test_doctor_catalogue": 10,
-                 "test_bounded": 20, "test_checks_streaming": 20,
-                 "test_measure": 20, "test_checks_loops": 19, "test_site": 17, "test_lesson_edit": 16,
-                 "test_failures": 15, "test_checks_seeding": 15, "test_lessons_06": 15,
-                 "test_playground_browser": 45, "test_grade": 25, "test_preflight": 20}
-_SECOND_PASS = "test_runs_under_forkserver"
+# Work units go out longest first, so that no process is left with a long one at the end
+# (`--dist loadscope --no-loadscope-reorder`: a unit is a test module or a notebook, its cells in
+# order, then its budget). A unit's time is the sum of its selected tests' times in the last run
+# that ran each (pytest's cache, key ITEM_SECONDS), else for a notebook its idle recording
+# (docs/runtimes.json), else an estimate from the markers (course tests take seconds).
+ITEM_SECONDS = "loaderlab/item_seconds"
+_COURSE_TEST_S, _CHECK_TEST_S, _NOTEBOOK_S = 1.5, 0.05, 10.0
+_RUNTIMES_FILE = ROOT / "docs" / "runtimes.json"
+_RUNTIMES = json.loads(_RUNTIMES_FILE.read_text()) if _RUNTIMES_FILE.exists() else {}
+_MEASURED: dict[str, float] = {}
 
 
-def _expected_s(item: pytest.Item) -> float:
-    """How long the work unit holding this item takes on its own, roughly."""
-    path = Path(str(item.path))
-    if path.suffix == ".ipynb":
-        return _RUNTIMES.get(path.relative_to(ROOT).as_posix(), 10.0)
-    if getattr(item, "originalname", "") == _SECOND_PASS:
-        notebook = Path(str(item.callspec.params["path"]))
-        return 1.3 * _RUNTIMES.get(notebook.relative_to(ROOT).as_posix(), 10.0)
-    return _UNIT_SECONDS.get(path.stem, 5.0)
+def _unit(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _estimates(config, items: list[pytest.Item]) -> dict[str, float]:
+    """Seconds per work unit, from the last run, the recording or the markers."""
+    cache = getattr(config, "cache", None)
+    last = cache.get(ITEM_SECONDS, {}) if cache is not None else {}
+    seconds: dict[str, float] = {}
+    unrecorded_notebooks = set()
+    for item in items:
+        unit = _unit(item.nodeid)
+        if item.nodeid in last:
+            seconds[unit] = seconds.get(unit, 0.0) + last[item.nodeid]
+        elif Path(str(item.path)).suffix == ".ipynb":
+            unrecorded_notebooks.add(unit)
+        else:
+            slow = item.get_closest_marker("course") or item.get_closest_marker("spawn")
+            seconds[unit] = seconds.get(unit, 0.0) + (_COURSE_TEST_S if slow else _CHECK_TEST_S)
+    for unit in unrecorded_notebooks:
+        seconds[unit] = max(seconds.get(unit, 0.0), _RUNTIMES.get(unit, _NOTEBOOK_S))
+    return seconds
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -162,28 +205,12 @@ def pytest_collection_modifyitems(session, config, items):
             last_cell[item.parent] = index
     for parent, index in sorted(last_cell.items(), key=lambda kv: -kv[1]):
         items.insert(index + 1, NotebookBudget.from_parent(parent, name="budget"))
-    items.sort(key=lambda item: -_expected_s(item))  # stable: a unit's items keep their order
-
-
-class _OneNotebookPerUnit:
-    """loadscope, except that each notebook's forkserver run is a work unit of its own."""
-
-    def _split_scope(self, nodeid: str) -> str:
-        if f"::{_SECOND_PASS}[" in nodeid:
-            return nodeid
-        return super()._split_scope(nodeid)
-
-
-def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    scheduler = type("CourseScheduling", (_OneNotebookPerUnit, LoadScopeScheduling), {})
-    return scheduler(config, log)
+    seconds = _estimates(config, items)
+    items.sort(key=lambda item: -seconds[_unit(item.nodeid)])  # stable: a unit's items keep their order
 
 
 def pytest_runtest_logreport(report):
+    _MEASURED[report.nodeid] = _MEASURED.get(report.nodeid, 0.0) + report.duration
     if report.when == "call":
         for key, value in report.user_properties:
             if key == "budget":
@@ -198,3 +225,14 @@ def pytest_terminal_summary(terminalreporter):
     write(f"{'notebook':<48} {'seconds':>8} {'peak MB':>8} {'leftover':>9}")
     for name, seconds, peak_mb, leftover in sorted(_TABLE):
         write(f"{name:<48} {seconds:>8.1f} {peak_mb:>8.0f} {leftover:>9d}")
+
+
+def pytest_sessionfinish(session):
+    """Store each test's measured time for the next run's schedule (once, in xdist's controller);
+    tests whose file is gone are forgotten."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _MEASURED:
+        return
+    seconds = cache.get(ITEM_SECONDS, {})
+    seconds.update({nodeid: round(value, 3) for nodeid, value in _MEASURED.items()})
+    cache.set(ITEM_SECONDS, {k: v for k, v in seconds.items() if (ROOT / _unit(k)).exists()})

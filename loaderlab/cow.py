@@ -11,7 +11,8 @@ import gc
 import mmap
 import sys
 
-MB = 1024 * 1024
+from loaderlab.units import MB
+
 _GC_HEAD_BYTES = 16  # sizeof(PyGC_Head) on 64-bit CPython: two pointers just before the object
 
 

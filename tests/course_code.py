@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the one ROOT of the tests: `from course_code import ROOT`
 
 
 def snippet(name: str) -> ModuleType:

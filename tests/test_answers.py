@@ -13,8 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 ANSWERS = ROOT / "docs" / "answers.md"
 SOURCES = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 ITEM = re.compile(r"^(?:[-*]|\d+\.)\s+")

@@ -29,6 +29,7 @@ def test_stable_error_keeps_first_and_last_line_without_ids():
         stable_error(3)
 
 
+@pytest.mark.course
 def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_killed(tmp_path):
     done = run_bounded([sys.executable, "-c", "print('hi')"], bound_s=30).report()
     assert (done.returncode, done.output.strip(), done.timed_out, done.value) == (0, "hi", False, None)
@@ -37,6 +38,7 @@ def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_k
             "'import time; time.sleep(300)', sys.argv[1]], start_new_session=True); time.sleep(300)")
     start = time.monotonic()
     hung = run_bounded([sys.executable, "-c", code, marker], bound_s=2).report()
+    # margin: the 2 s bound plus 8 s to kill and reap on a loaded machine; without the bound, 300 s
     assert hung.timed_out and hung.returncode != 0 and time.monotonic() - start < 10
     assert hung.output.endswith("killed after the 2 s bound")
     import psutil
@@ -49,6 +51,7 @@ def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_k
         run_bounded(["true"], bound_s=0)
 
 
+@pytest.mark.course
 def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
     from loaderlab.env import start_method
     from loaderlab.failures import consume_each
@@ -80,6 +83,7 @@ def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
         assert child.process.returncode is not None and not bounded._group_members(child.process.pid)
 
 
+@pytest.mark.course
 def test_bounded_child_notes_when_it_exited_and_counts_what_it_left_running():
     before = time.time()
     leaves_one = run_bounded(os.system, "sleep 30 &", bound_s=60)  # a shell that leaves `sleep` behind
@@ -91,6 +95,7 @@ def test_bounded_child_notes_when_it_exited_and_counts_what_it_left_running():
     assert not bounded._group_members(leaves_one.process.pid)  # what it left was killed after counting
 
 
+@pytest.mark.course
 def test_bounded_child_that_overruns_is_stopped_with_its_workers():
     from loaderlab.datasets import LatencyDataset
     from loaderlab.failures import consume
@@ -110,6 +115,7 @@ def test_bounded_child_that_overruns_is_stopped_with_its_workers():
         child.result()
 
 
+@pytest.mark.course
 def test_bounded_child_rejects_what_a_fresh_python_cannot_import():
     from loaderlab.failures import consume_each
 

@@ -7,13 +7,12 @@ import sys
 import time
 import warnings
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset
 
 from loaderlab.collate import padding_waste
@@ -21,8 +20,6 @@ from loaderlab.data import make_metadata, make_token_sequences
 from loaderlab.distributed import free_port
 from loaderlab.loaders import same_batches
 from loaderlab.sampling import expected_class_fractions
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class RandomAugment(Dataset):
@@ -47,6 +44,7 @@ class Slow(Dataset):
         return i
 
 
+@pytest.mark.course
 def test_cheatsheet_page_is_generated_from_the_snippets():
     result = subprocess.run([sys.executable, "tools/make_cheatsheet.py", "--check"], cwd=ROOT,
                             capture_output=True, text=True)
@@ -160,6 +158,7 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
         dist.destroy_process_group()
 
 
+@pytest.mark.course
 def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
     loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1, timeout_s=1)
     start = time.monotonic()

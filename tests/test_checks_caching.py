@@ -108,6 +108,7 @@ def test_correct_answers_pass(candidate, slow_loader, capsys):
                              "at least 3x as fast")
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("candidate", "phrase"), list(WRONG.values()), ids=list(WRONG))
 def test_each_wrong_answer_gets_its_own_sentence(candidate, phrase, slow_loader, capsys, no_leaked_workers):
     assert check_cached_loader(candidate, slow_loader) is False
@@ -130,6 +131,7 @@ class Hangs(LazyDict):
         time.sleep(3600)  # a read that never returns, in this process
 
 
+@pytest.mark.course
 def test_a_read_that_never_returns_is_answered_not_awaited(slow_loader, capsys, monkeypatch):
     monkeypatch.setattr(caching, "BOUND_S", 3.0)  # the starting loader's two epochs take a fraction of it
     hangs = lambda loader: _like(loader, Hangs(loader.dataset))  # noqa: E731

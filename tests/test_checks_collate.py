@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from course_code import ROOT
 from torch.nn.utils.rnn import pad_sequence
 
 from loaderlab.checks import CheckerTypeError
@@ -21,7 +21,6 @@ from loaderlab.checks.collate import (
 )
 from loaderlab.collate import padding_waste
 
-ROOT = Path(__file__).resolve().parent.parent
 # The correct answers are the code notebook 05 built: its lesson module and its sampler snippet.
 sys.path.insert(0, str(ROOT / "notebooks"))
 from lesson05_b import pad_collate
@@ -324,6 +323,7 @@ def test_wrong_bucketing_fails_with_its_reason(candidate, phrase, capsys):
     assert line.startswith("❌") and phrase in line, line
 
 
+@pytest.mark.course
 def test_bucket_stub_and_raising_candidate(capsys):
     assert check_bucket_batches(bucket_stub) is False
     assert _line(capsys) == "⏳ not attempted yet"

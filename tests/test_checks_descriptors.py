@@ -37,6 +37,7 @@ def test_correct_answers_pass(capsys, keep):
     assert _verdict(capsys, keep).startswith("✅ all 150 batches kept"), keep
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("keep", "sentence"), [
     (lambda batch: batch, "you keep the received tensors themselves"),
     (lambda batch: (batch[0].detach(), batch[1][:]), "your copies share the received memory"),

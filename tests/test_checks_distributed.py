@@ -95,6 +95,7 @@ def test_correct_loops_are_accepted(capsys):
         assert _verdict(capsys, train, evaluate).startswith("✅")
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("train", "phrase"), [
     (make_train(epoch_of=None), "all 3 epochs repeat the same order"),
     (make_train(epoch_of=lambda e: 0), "all 3 epochs repeat the same order"),
@@ -111,6 +112,7 @@ def test_wrong_training_loops_are_rejected_with_their_reason(capsys, train, phra
     assert "Hint: notebook 10" in out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("evaluate", "phrase"), [
     (padded, "DistributedSampler pads the shards"),
     (padded_shuffled, "12 evaluations for 10 samples"),
@@ -125,6 +127,7 @@ def test_wrong_evaluations_are_rejected_with_their_reason(capsys, evaluate, phra
     assert "section '4. Padding skews an evaluation metric'" in out
 
 
+@pytest.mark.course
 def test_batches_instead_of_indices_are_named(capsys):
     def batches(dataset_len, world_size, epochs, seed):
         return [[list(DataLoader(range(dataset_len), batch_size=4,
@@ -134,6 +137,7 @@ def test_batches_instead_of_indices_are_named(capsys):
     assert "flatten the loader's batches" in _verdict(capsys, batches)
 
 
+@pytest.mark.course
 def test_stubs_are_not_attempted_and_a_crash_is_one_line(capsys):
     def stub(*args):
         raise NotImplementedError("your code here")

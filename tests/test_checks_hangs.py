@@ -7,14 +7,13 @@ import importlib
 import pickle
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 from torch.utils.data import DataLoader, get_worker_info
 
 from loaderlab.checks.hangs import ResourceClient, check_hang_fix, epoch_with_lock_held
 
-ROOT = Path(__file__).resolve().parent.parent
 # The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ stays on
 # the path so that spawned workers, which import it by name, find it too.
 sys.path.insert(0, str(ROOT / "solutions"))
@@ -115,12 +114,14 @@ def crashes(dataset):
 # ------------------------------------------------------------------------- checker
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("candidate", [new_lock_per_worker, new_client_per_worker, spawned_workers])
 def test_a_lock_made_where_it_is_used_is_accepted(capsys, candidate):
     ok, out = verdict(capsys, candidate)
     assert ok and out.startswith("✅ all 16 items read under a lock of each worker's own"), out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(
     ("candidate", "phrase"),
     [
@@ -139,6 +140,7 @@ def test_wrong_fixes_are_rejected_with_their_reason(capsys, candidate, phrase):
     assert not ok and out.startswith("❌") and phrase in out, out
 
 
+@pytest.mark.course
 def test_stubs_are_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
     assert verdict(capsys, stub_in_worker) == (False, "⏳ not attempted yet")
@@ -163,6 +165,7 @@ def test_a_wrong_dataset_is_answered_with_one_sentence(capsys, make_dataset, phr
 # ------------------------------------------------------------------------- helpers
 
 
+@pytest.mark.course
 def test_the_original_loader_times_out_within_its_bound_and_the_lock_is_released():
     dataset = ClientDataset()
     outcome = epoch_with_lock_held(original_loader(dataset))

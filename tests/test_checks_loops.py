@@ -200,6 +200,8 @@ def test_workers_start_like_the_session_and_a_notebook_class_is_forked(monkeypat
     assert worker_start_method(in_main) == "fork"
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 def test_workers_checked_under_spawn_when_the_dataset_is_importable(monkeypatch, capsys, no_leaked_workers):
     monkeypatch.setattr(loops, "start_method", lambda: "spawn")
     started = []

@@ -144,12 +144,14 @@ def stub(rows):
 # ------------------------------------------------------------------------- checker
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("candidate", [Packed, UnicodeArray, TensorBuffer])
 def test_layouts_that_keep_the_table_shared_are_accepted(capsys, candidate):
     ok, out = verdict(capsys, candidate)
     assert ok and out.startswith("✅") and "300,000 rows returned exactly" in out, out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(
     ("candidate", "phrase"),
     [
@@ -200,6 +202,7 @@ def spawn_by_default():
     multiprocessing.set_start_method(before, force=True)
 
 
+@pytest.mark.course
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
 def test_memory_is_measured_with_fork_also_where_the_default_is_spawn(capsys, spawn_by_default):
     ok, out = verdict(capsys, KeepsList)
@@ -209,6 +212,7 @@ def test_memory_is_measured_with_fork_also_where_the_default_is_spawn(capsys, sp
 # ------------------------------------------------------------------------- helpers
 
 
+@pytest.mark.course
 def test_the_broken_dataset_copies_more_than_half_the_list_into_each_worker():
     rows = caption_rows()
     size_mb = list_bytes(rows) / 2**20

@@ -134,9 +134,10 @@ class Hangs(Counted):
         time.sleep(3600)  # a read that never returns, in this process (num_workers=0)
 
 
+@pytest.mark.course
 def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     monkeypatch.setattr(resume, "BOUND_S", 1.0)
     start = time.perf_counter()
     out = _verdict(capsys, Hangs)
     assert out.startswith("❌ reading make_dataset(seed) without workers did not finish within 1 s"), out
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 30  # the 1 s bound + 29 s of margin; unbounded: 3600 s

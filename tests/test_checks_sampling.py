@@ -140,6 +140,7 @@ def test_the_labs_loader_draws_the_accepted_weights_and_shows_the_shares(capsys)
     assert len(shares) == 4 and all(abs(s - 0.25) < 0.05 for s in shares)  # balanced, as drawn
 
 
+@pytest.mark.course
 def test_a_broken_loader_factory_is_answered_in_one_sentence(capsys):
     def crashes(labels, weights):
         raise RuntimeError("boom")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import random
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,6 @@ from torch.utils.data import Subset, get_worker_info
 from loaderlab.checks.seeding import check_worker_init_fn, seeding_run
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def lab_dataset():
@@ -90,12 +88,14 @@ def stub(worker_id):
 # ------------------------------------------------------------------------- checker
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("candidate", [from_worker_seed, from_initial_seed, reseed_in_place])
 def test_seeds_from_the_loader_are_accepted(capsys, candidate):
     ok, out = verdict(capsys, candidate)
     assert ok and out.startswith("✅ 2 workers drew 32 distinct values"), out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(
     ("candidate", "phrase"),
     [
@@ -113,6 +113,7 @@ def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase):
     assert not ok and out.startswith("❌") and phrase in out, out
 
 
+@pytest.mark.course
 def test_stub_is_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
     ok, out = verdict(capsys, typo)

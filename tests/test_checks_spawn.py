@@ -118,6 +118,7 @@ def test_stub_is_not_attempted(capsys):
     assert _line(capsys) == "⏳ not attempted yet"
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("candidate", "batches"), [(torch_pieces, 3), (module_pieces, 4)])
 def test_correct_answers_pass_under_spawn(candidate, batches, capsys, no_leaked_workers):
     assert check_spawn_safe(candidate) is True
@@ -146,6 +147,7 @@ class Hangs(Pairs):
         time.sleep(3600)  # a read that never returns
 
 
+@pytest.mark.course
 def test_a_getitem_that_never_returns_is_answered_not_awaited(monkeypatch, capsys):
     monkeypatch.setattr(spawn, "BOUND_S", 1.0)
     assert check_spawn_safe(lambda: DataLoader(Hangs(), batch_size=3, num_workers=1)) is False

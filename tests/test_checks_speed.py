@@ -111,6 +111,7 @@ def _line(capsys) -> str:
 # Forked workers start within the timed pass: over the lab's own 324 samples, as a learner runs
 # it. Over 84 the pass has a quarter of the time left for 12 workers to fork, and on a loaded
 # CI machine their start (1.1 s of a 1.4 s pass) once cost the 4x.
+@pytest.mark.course
 @pytest.mark.parametrize(("candidate", "n"), [(threads, N_SAMPLES),
                                               pytest.param(many_persistent_workers, 324, marks=needs_fork)])
 def test_fast_loaders_with_the_same_batches_pass(candidate, n, capsys, no_leaked_workers):
@@ -118,6 +119,7 @@ def test_fast_loaders_with_the_same_batches_pass(candidate, n, capsys, no_leaked
     assert _line(capsys) == "✅ same batches, at least 4x the starting throughput"
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(
     ("candidate", "phrase"),
     [
@@ -135,11 +137,13 @@ def test_wrong_tunings_fail_with_their_reason(candidate, phrase, capsys, no_leak
     assert line.startswith("❌") and phrase in line, line
 
 
+@pytest.mark.course
 def test_stub_is_not_attempted(capsys):
     assert check_fast_loader(stub, slow_loader()) is False
     assert _line(capsys) == "⏳ not attempted yet"
 
 
+@pytest.mark.course
 def test_raising_candidate_gets_one_line(capsys):
     assert check_fast_loader(raises, slow_loader()) is False
     line = _line(capsys)
@@ -147,6 +151,7 @@ def test_raising_candidate_gets_one_line(capsys):
     assert "Traceback" not in line
 
 
+@pytest.mark.course
 def test_reference_batches_are_the_loaders_own_fetched_in_threads():
     loader = slow_loader(latency_s=0.0)
     assert N_SAMPLES % BATCH_SIZE and same_batches(loader, loader)
@@ -174,6 +179,7 @@ class Hangs(ThreadedFetch):
         time.sleep(3600)  # a fetch that never returns, in this process
 
 
+@pytest.mark.course
 def test_a_fetch_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     monkeypatch.setattr(speed, "BOUND_S", 1.0)
     hangs = lambda loader: _same_as(loader, dataset=Hangs(loader.dataset))  # noqa: E731

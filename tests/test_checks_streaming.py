@@ -113,12 +113,14 @@ def a_list(n, rank=0, world_size=1):
     return list(range(rank, n, world_size))
 
 
+@pytest.mark.course
 def test_correct_datasets_are_accepted(capsys, no_leaked_workers):
     for candidate in (Strided, Blocks):
         out = _verdict(capsys, candidate)
         assert out.startswith("✅") and "8 setups, real workers started by" in out, out
 
 
+@pytest.mark.course
 @pytest.mark.parametrize(("candidate", "phrase"), [
     (Unsharded, "your stream is not sharded"),
     (WorkerOnly, "ranks 0 and 1 both yield item 0"),
@@ -154,6 +156,8 @@ def _spy_on_loaders(monkeypatch) -> list:
     return started
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(monkeypatch, no_leaked_workers):
     monkeypatch.setattr(loops, "start_method", lambda: "spawn")
     started = _spy_on_loaders(monkeypatch)
@@ -163,6 +167,7 @@ def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(m
     assert started == ["spawn", "fork"]  # a class in __main__ is forked where fork exists
 
 
+@pytest.mark.course
 def test_a_notebook_class_without_fork_is_read_by_simulated_workers(capsys, monkeypatch, no_leaked_workers):
     monkeypatch.setattr(loops, "start_method", lambda: "spawn")  # Windows: spawn, and no fork
     monkeypatch.setattr(loops, "can_fork", lambda: False)
@@ -172,6 +177,7 @@ def test_a_notebook_class_without_fork_is_read_by_simulated_workers(capsys, monk
     assert get_worker_info() is None  # the simulation leaves no worker info behind
 
 
+@pytest.mark.course
 def test_stub_is_not_attempted_and_a_crash_is_one_line(capsys, no_leaked_workers):
     class Stub(Strided):
         def __iter__(self):

@@ -8,7 +8,8 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from course_code import ROOT
+
 LEDGER = ROOT / "docs" / "claims.md"
 VERDICTS = ("holds with a nuance", "holds", "stale", "wrong")
 ROW = re.compile(r"^\|\s*(C\d+[ab]?)\s*\|(.*)\|\s*$", re.M)

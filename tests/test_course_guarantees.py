@@ -1,8 +1,8 @@
 """Course-wide guarantees that hold for every notebook and solution.
 
-- Each one runs top to bottom with workers started by ``forkserver`` (every commit, `make
-  test`) and by ``spawn`` (how macOS and Windows run it; `make test-spawn`): errors are
-  failures, outputs are not compared.
+- Each one runs top to bottom with workers started by ``forkserver`` and by ``spawn`` (how
+  macOS and Windows run it; both `make test-spawn`): errors are failures, outputs are not
+  compared. `make test` runs each notebook once, by fork, with the spawn guard (conftest.py).
 - Output checking stays meaningful: at most a quarter of a notebook's code cells are excluded
   from nbval's comparison.
 """
@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 IGNORING_TAGS = {"nbval-ignore-output", "nbval-skip"}
 IGNORING_MARKERS = re.compile(r"^\s*#\s*(NBVAL_IGNORE_OUTPUT|NBVAL_SKIP|PYTEST_VALIDATE_IGNORE_OUTPUT)", re.M)
@@ -54,7 +54,7 @@ def _executor():
     return module
 
 
-# The per-commit forkserver pass runs the notebooks only. A solution's workers run code its
+# The forkserver pass runs the notebooks only. A solution's workers run code its
 # checker starts: five checkers fork whatever the start method (the student's class lives in the
 # notebook's __main__, which only a forked worker can see), one spawns, three solutions start no
 # workers, and the checkers' own tests cover both kinds of start. The spawn pass (`make

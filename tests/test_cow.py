@@ -52,6 +52,7 @@ class FirstFetchAllocates(torch.utils.data.Dataset):
         return index
 
 
+@pytest.mark.course
 def test_memory_gate_holds_a_worker_until_opened_and_counts_arrivals():
     import threading
 
@@ -74,6 +75,7 @@ def test_memory_gate_holds_a_worker_until_opened_and_counts_arrivals():
     assert repr(gate) == "MemoryGate(open=False)"
 
 
+@pytest.mark.course
 @pytest.mark.skipif(not can_fork(), reason="copy-on-write sharing needs fork")
 def test_watch_reads_each_worker_at_the_gate_before_its_first_fetch(no_leaked_workers):
     from torch.utils.data import DataLoader
@@ -96,6 +98,8 @@ def test_watch_reads_each_worker_at_the_gate_before_its_first_fetch(no_leaked_wo
         other._iterator._shutdown_workers()
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 def test_watch_gate_works_with_spawn_workers(no_leaked_workers):
     from torch.utils.data import DataLoader
 

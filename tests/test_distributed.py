@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from loaderlab.bounded import run_bounded
 from loaderlab.distributed import free_port, rank_shards
 from loaderlab.streaming import coverage
@@ -49,6 +51,7 @@ def test_free_port_can_be_bound_and_is_not_always_the_same():
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
+@pytest.mark.course
 def test_notebook_10s_script_under_torchrun_shards_every_epoch_exactly_once(tmp_path):
     out = tmp_path / "seen.json"
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",

@@ -45,7 +45,7 @@ from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, 
 from loaderlab.failures import CrashingDataset
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-PER_PROBE_S = 20.0
+PER_PROBE_S = 20.0  # margin: a run's 10 s time budget, doubled for stopping workers under load
 sys.path.insert(0, str(NOTEBOOKS))  # spawn workers and the command line import the lesson modules by name
 ex = lesson("lesson17_loaders")
 l17 = lesson("lesson17")
@@ -92,6 +92,7 @@ def dumps(obj) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("persistent", [False, True])
 def test_the_users_dataset_sampler_and_generators_are_byte_identical_after(persistent, no_leaked_workers):
     dataset = Stateful(48)
@@ -109,6 +110,7 @@ def test_the_users_dataset_sampler_and_generators_are_byte_identical_after(persi
     assert ("persistent" in report.probes_run) == persistent
 
 
+@pytest.mark.course
 def test_a_stream_and_a_distributed_sampler_are_byte_identical_after(no_leaked_workers):
     for factory in (ex.broken_unsharded_stream, ex.broken_distributed_order):
         loader = factory()
@@ -117,6 +119,7 @@ def test_a_stream_and_a_distributed_sampler_are_byte_identical_after(no_leaked_w
         assert dumps((loader.dataset, loader.sampler)) == before
 
 
+@pytest.mark.course
 def test_the_probe_named_by_probe_for_alone_finds_the_code(no_leaked_workers):
     for name in ("broken_held_rng", "broken_partial_batches", "broken_lambda_collate"):
         code = ex.BROKEN[name]
@@ -128,6 +131,7 @@ def test_the_probe_named_by_probe_for_alone_finds_the_code(no_leaked_workers):
         probe_for("loader.raises")
 
 
+@pytest.mark.course
 def test_stream_accounting_counts_lost_and_duplicated_items(no_leaked_workers):
     lost = run(ex.broken_stream_drop_last, probes=["stream"]).figures["stream"]
     assert (lost["held"], lost["delivered"], lost["lost"], lost["duplicated"]) == (24, 16, 8, 0)
@@ -157,6 +161,7 @@ def test_weighted_mix_is_computed_from_the_labels():
     assert mix["expected_mix"] == {"0": 0.9, "1": 0.1}
 
 
+@pytest.mark.course
 def test_speed_notes_need_a_difference_beyond_noise(no_leaked_workers):
     # section 1 of notebook 17: 8 batches are too few to tell a difference from noise
     quiet = run(ex.fixed_held_rng, probes=["speed"], workers=(0,))
@@ -167,6 +172,7 @@ def test_speed_notes_need_a_difference_beyond_noise(no_leaked_workers):
     assert "speed.workers_slower" in report.codes() and report.figures["speed"]["beyond_noise"]
 
 
+@pytest.mark.course
 def test_more_workers_than_cores_is_a_note_and_torchs_warning_is_not_repeated(recwarn, monkeypatch, no_leaked_workers):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)
     report = run(lambda: DataLoader(l17d.Samples(16), batch_size=4, num_workers=2), probes=["speed"], workers=(2,))
@@ -174,12 +180,14 @@ def test_more_workers_than_cores_is_a_note_and_torchs_warning_is_not_repeated(re
     assert not [w for w in recwarn if "worker processes in total" in str(w.message)]
 
 
+@pytest.mark.course
 def test_only_the_random_values_are_compared_not_the_worker_id_column(no_leaked_workers):
     report = run(ex.broken_inherited_numpy, probes=["random"])
     assert report.figures["random"]["values_repeated_across_workers"] == 1
     assert run(ex.fixed_held_rng, probes=["random"]).figures["random"]["values_repeated_across_workers"] == 0
 
 
+@pytest.mark.course
 def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_leaked_workers):
     loader = DataLoader(l17.HeldRng(16), batch_size=4, num_workers=2, persistent_workers=True,
                         worker_init_fn=lesson("lesson17_b").reseed_worker)
@@ -187,18 +195,21 @@ def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_lea
     assert report.codes("warning") == [] and "compared_across_epochs" not in report.figures["random"]
 
 
+@pytest.mark.course
 def test_a_generator_seeded_from_the_worker_id_repeats_across_epochs_after_the_hook(no_leaked_workers):
     report = run(ex.broken_seeded_from_worker_id, probes=["random"], between_epochs=lambda loader, epoch: None)
     assert report.codes() == ["random.repeats_across_epochs"]
     assert report.figures["random"]["compared_across_epochs"] == 12  # worker 0's 12 fetches, replayed
 
 
+@pytest.mark.course
 def test_the_speed_sweep_starts_more_workers_only_when_a_batch_costs_enough(no_leaked_workers):
     assert list(run(ex.broken_last_batch_of_one, probes=["speed"]).figures["speed"]["samples_per_s"]) == [0, 2]
     slow = run(ex.broken_too_few_workers, probes=["speed"])  # 80 ms per batch: every count
     assert list(slow.figures["speed"]["samples_per_s"]) == [0, 2, 4] and slow.codes() == ["speed.more_workers"]
 
 
+@pytest.mark.course
 def test_stale_state_is_measured_with_the_users_epoch_hook(no_leaked_workers):
     def hook(loader, epoch):
         loader.dataset.epoch = epoch
@@ -208,6 +219,7 @@ def test_stale_state_is_measured_with_the_users_epoch_hook(no_leaked_workers):
     assert report.figures["persistent"]["stale_in_workers"] == ["epoch"]
 
 
+@pytest.mark.course
 def test_a_lambda_under_spawn_is_an_error_and_no_worker_is_started(no_leaked_workers):
     loader = DataLoader(LatencyDataset(n=32, latency_s=0.0), batch_size=8, num_workers=2,
                         collate_fn=lambda b: default_collate(b), multiprocessing_context="spawn")
@@ -224,6 +236,7 @@ def test_an_open_file_without_workers_is_a_warning_and_the_copy_probes_say_why_t
     assert set(report.probes_skipped) == {"collate", "random"} and "cannot be copied" in report.probes_skipped["random"]
 
 
+@pytest.mark.course
 def test_a_class_defined_in_main_is_a_spawn_warning(monkeypatch):
     class MainDataset(LatencyDataset):
         pass
@@ -235,12 +248,14 @@ def test_a_class_defined_in_main_is_a_spawn_warning(monkeypatch):
     assert report.codes() == ["pickle.main_module"] and report.findings[0].figures["classes"] == ["MainDataset"]
 
 
+@pytest.mark.course
 def test_a_dataset_that_raises_is_reported_not_raised(no_leaked_workers):
     report = run(DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4, num_workers=2), workers=(2,))
     errors = [f for f in report.findings if f.code == "loader.raises"]
     assert errors and "sample 5 is corrupt" in errors[0].message
 
 
+@pytest.mark.course
 def test_time_budget_bounds_the_probe(no_leaked_workers):
     start = time.perf_counter()
     report = doctor(ex.broken_too_few_workers, time_budget_s=1.0, max_batches=1000)

@@ -91,6 +91,7 @@ def test_stack_frames_picks_the_worker_loop_thread():
     assert stack_frames("nothing here") == []
 
 
+@pytest.mark.course
 def test_consume_all_reports_each_loader(no_leaked_workers):
     from loaderlab.datasets import LatencyDataset
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 
@@ -89,39 +89,46 @@ def graded(tmp_path_factory):
                 new_children=new_children)
 
 
+@pytest.mark.course
 def test_every_submission_is_graded_into_the_four_columns(graded):
     assert graded["status"] == 0 and graded["loop_status"] == 0
     assert graded["header"] == "submission,lab,passed,reason"
     assert len(graded["rows"]) == 5, graded["rows"]
 
 
+@pytest.mark.course
 def test_a_correct_answer_under_any_file_name_passes(graded):
     row = graded["rows"]["Jane Doe - final (2).ipynb"]
     assert (row["lab"], row["passed"], row["reason"]) == ("01", "1", ""), row
 
 
+@pytest.mark.course
 def test_an_untouched_lab_is_an_unfinished_stub(graded):
     row = graded["rows"]["untouched.ipynb"]
     assert row["passed"] == "0" and row["reason"].startswith("unfinished stub"), row
 
 
+@pytest.mark.course
 def test_a_syntax_error_is_named_with_its_cell(graded):
     row = graded["rows"]["syntax.ipynb"]
     assert row["passed"] == "0" and row["reason"].startswith("syntax error in cell"), row
     assert "lab01.py" in row["reason"], row  # the %%writefile module the import failed on
 
 
+@pytest.mark.course
 def test_deleted_and_faked_checks_are_still_run_by_the_official_checker(graded):
     row = graded["rows"]["checks_deleted.ipynb"]
     assert row["passed"] == "0", row
     assert row["reason"].startswith("check_loop_to_loader: ") and "order" in row["reason"], row
 
 
+@pytest.mark.course
 def test_a_notebook_without_lab_metadata_is_an_unknown_lab(graded):
     row = graded["rows"]["no_metadata.ipynb"]
     assert (row["lab"], row["passed"]) == ("", "0") and row["reason"].startswith("unknown lab"), row
 
 
+@pytest.mark.course
 def test_an_answer_that_loops_forever_stops_at_its_timeout(graded):
     row = graded["loop"]
     assert row["passed"] == "0" and row["reason"].startswith("timeout"), row
@@ -129,6 +136,7 @@ def test_an_answer_that_loops_forever_stops_at_its_timeout(graded):
     assert graded["loop_seconds"] < LOOP_TIMEOUT + 30, graded["loop_seconds"]
 
 
+@pytest.mark.course
 def test_no_process_is_left_behind(graded):
     assert graded["leftovers"] == [], graded["leftovers"]
     assert [p for p in graded["new_children"] if p.is_running()] == []

@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("install", ROOT / "tools" / "install.py")
 install = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(install)
@@ -71,6 +71,7 @@ def _only_index(folder: Path) -> dict[str, str]:
     return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
 
 
+@pytest.mark.course
 def test_default_build_tells_cpu_from_cuda_by_the_wheels_dependencies(tmp_path):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"torch=={STAND_IN}\n")
@@ -86,6 +87,7 @@ def test_default_build_tells_cpu_from_cuda_by_the_wheels_dependencies(tmp_path):
     assert build == "unknown" and why.startswith("pip could not resolve torch"), why
 
 
+@pytest.mark.course
 def test_unreachable_cpu_index_and_a_cuda_default_stop_and_say_how_to_opt_in(tmp_path):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"torch=={STAND_IN}\n")
@@ -100,6 +102,7 @@ def test_unreachable_cpu_index_and_a_cuda_default_stop_and_say_how_to_opt_in(tmp
     assert seconds < 30, f"stopping took {seconds:.1f} s"
 
 
+@pytest.mark.course
 def test_unreachable_cpu_index_and_a_cpu_default_go_on_with_the_default_index(tmp_path):
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"torch=={STAND_IN}\n")
@@ -138,6 +141,7 @@ def test_a_failed_install_from_the_cpu_index_stops(tmp_path, monkeypatch, capsys
     assert install.setup(requirements, False, tmp_path, dry_run=True) == install.STOPPED
 
 
+@pytest.mark.course
 def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
     with socket.socket() as silent:  # accepts connections (backlog) but never replies
         silent.bind(("127.0.0.1", 0))
@@ -292,6 +296,7 @@ def _schema_errors(overrides: dict) -> list[str]:
     return errors
 
 
+@pytest.mark.course
 def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_path):
     targets = {source: Path(sys.prefix) / target for source, target in install.LAB_SETTINGS.items()}
     for source, target in targets.items():

@@ -7,11 +7,10 @@ a table whose rows give a start (H:MM from the beginning) and a length in minute
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "instructor.md"
 PATH = re.compile(r"(?:\.\./)?((?:notebooks|labs|solutions)/[\w.-]+\.ipynb)")
 ROW = re.compile(r"^\| (\d+):(\d\d) \| (\d+) \| (.*?) \|", re.M)

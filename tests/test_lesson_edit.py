@@ -18,9 +18,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 from jupyter_client.manager import start_new_kernel
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "04_custom_dataset_and_caching.ipynb"
 READ_A_BATCH = """
 loader = DataLoader(ImageFiles(paths, mode="RGB", transform=ResizeToTensor(32)), batch_size=4,
@@ -60,6 +60,7 @@ def batch_line(text: str) -> list[str]:
 
 
 # under spawn a release check (make test-spawn): 20 s of spawned workers
+@pytest.mark.course
 @pytest.mark.parametrize("method", ["fork", pytest.param("spawn", marks=pytest.mark.spawn)])
 def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(method, tmp_path, no_leaked_workers):
     cells, write = cells_up_to_the_import(NOTEBOOK)

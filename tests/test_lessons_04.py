@@ -5,14 +5,10 @@ what per-sample fetching and the default collate return."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from course_code import lesson
+from course_code import ROOT, lesson
 from torch.utils.data import DataLoader, Dataset, TensorDataset
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Squares(Dataset):
@@ -38,6 +34,7 @@ class DictCache(Dataset):
         return self.cache[index]
 
 
+@pytest.mark.course
 def test_cached_images_keep_three_tensors_and_reach_forkserver_workers(monkeypatch, no_leaked_workers):
     monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # forkserver workers import lesson04_b
     samples = [Squares()[i] for i in range(300)]

@@ -9,16 +9,13 @@ import pickle
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-from course_code import lesson
+from course_code import ROOT, lesson
 
 from loaderlab.cow import list_size_mb
 from loaderlab.data import make_metadata, metadata_array
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_row_lengths_batched_fetch_matches_single_fetch_for_list_and_array():
@@ -58,6 +55,7 @@ def test_collect_at_start_waits_for_its_gate_then_stores_a_figure_at_the_worker_
     assert added[0] is None and isinstance(added[1], float)
 
 
+@pytest.mark.course
 def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     rows = make_metadata(n_rows=100_000, row_chars=100)
     array = np.ones(20 * 2**20, dtype=np.uint8)
@@ -76,6 +74,7 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     assert copy.parts["small"] == [1, 2] and len(copy.cost_mb) == 3
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("name", ["lesson06", "lesson06_b", "lesson06_c", "lesson06_d", "lesson06_e"])
 def test_lesson_modules_import_without_loaderlab(name):
     code = f"import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks'); import {name}"

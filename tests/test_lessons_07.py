@@ -5,14 +5,11 @@ and the notebook's snippet is that same class."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
-from course_code import lesson
+from course_code import ROOT, lesson
 from torch.utils.data import ConcatDataset, DataLoader, Subset
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 
@@ -22,6 +19,7 @@ def repeats(dataset, worker_init_fn=None, epochs=2, **kwargs) -> int:
     return len(draws) - len(set(draws))
 
 
+@pytest.mark.course
 def test_a_held_generator_repeats_and_reseed_worker_fixes_it_only_unwrapped():
     l7 = lesson("lesson07")
     assert repeats(l7.HeldRng(12)) == 18  # all but worker 0's first 6 draws
@@ -30,6 +28,7 @@ def test_a_held_generator_repeats_and_reseed_worker_fixes_it_only_unwrapped():
     assert repeats(Subset(l7.HeldRng(12), range(12)), l7.reseed_worker) == 18  # lands on the Subset
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("kind", ["numpy", "random", "torch"])
 def test_lazy_rng_draws_differ_wrapped_or_not(kind):
     LazyRng = lesson("lesson07_b").LazyRng
@@ -39,6 +38,8 @@ def test_lazy_rng_draws_differ_wrapped_or_not(kind):
     assert repeats(ConcatDataset([LazyRng(6, kind), LazyRng(6, kind)])) == 8  # same own seed: 2 per worker, epoch
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 def test_lazy_rng_is_keyed_on_the_worker_seed_so_a_main_process_draw_does_not_travel(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # spawned workers import lesson07_b by name
     LazyRng = lesson("lesson07_b").LazyRng

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
-from pathlib import Path
 
 import pytest
 import torch
 from course_code import lesson
 from torch.utils.data import DataLoader
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 

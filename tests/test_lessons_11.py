@@ -6,13 +6,10 @@ items at most buffer_size - 1 places earlier, new per epoch and per worker."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import pytest
 from course_code import lesson
 from torch.utils.data import DataLoader
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def items(dataset, num_workers: int, batch_size: int | None = 4) -> list:

@@ -69,6 +69,7 @@ def test_same_batch_tells_equal_from_different():
     assert not same_batches([torch.zeros(1)], [torch.zeros(1), torch.zeros(1)])
 
 
+@pytest.mark.course
 def test_plots_label_their_axes(no_leaked_workers):
     loader = DataLoader(LatencyDataset(n=8, latency_s=0.001), batch_size=2, num_workers=2)
     ax = plots.plot_timeline(trace_timeline(loader, step=0.001), title="finding")
@@ -90,6 +91,7 @@ def test_plots_reject_bad_input():
         plots.plot_worker_memory([], title="x")
 
 
+@pytest.mark.course
 def test_stop_workers_ends_the_workers_of_a_live_iterator_at_once():
     iterator = iter(DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2))
     next(iterator)
@@ -105,6 +107,7 @@ def _die_holding_the_lock(event) -> None:
     os._exit(0)  # and dies: nobody releases it
 
 
+@pytest.mark.course
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 def test_killing_workers_does_not_hang_on_the_done_events_lock_a_dead_process_held():
     # A worker killed while it holds _workers_done_event's lock left it locked, and torch's

@@ -10,13 +10,15 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+from course_code import ROOT
 
 
 def _modules_in_tree() -> set[str]:
     return {p.relative_to(ROOT).as_posix() for p in (ROOT / "loaderlab").rglob("*.py")}
 
 
+@pytest.mark.course
 def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_install(tmp_path):
     # Built from a copy: a build/ folder left in the checkout would hide a missing package.
     source = tmp_path / "source"
@@ -56,6 +58,7 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
     assert int(count) == len(_modules_in_tree()) and outside.strip() == "[]", result.stdout
 
 
+@pytest.mark.course
 def test_import_loaderlab_stays_light():
     """Spawned workers that unpickle a course object import the package: no checkers, no doctor,
     no matplotlib. ``loaderlab.doctor`` still works (loaded on first use)."""

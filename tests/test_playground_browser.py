@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path("/usr/bin/chromedriver")
 NOTEBOOK = "notebooks/18_playground.ipynb"
@@ -115,6 +115,8 @@ def _stop(processes: list[psutil.Process], groups: list[int]) -> None:
     psutil.wait_procs(processes, timeout=10)
 
 
+@pytest.mark.release
+@pytest.mark.course
 def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
     reason = _missing()
     if reason:

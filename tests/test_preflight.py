@@ -12,12 +12,11 @@ import sys
 import threading
 import time
 from collections import namedtuple
-from pathlib import Path
 
 import psutil
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import preflight  # noqa: E402
 
@@ -29,6 +28,7 @@ def _lines(capsys) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
+@pytest.mark.course
 def test_preflight_passes_here_starts_and_stops_jupyterlab(monkeypatch, capsys):
     monkeypatch.setattr(preflight, "LAB_START_S", 90)  # make test runs two units on 2 cores
     before = {p.pid for p in psutil.Process().children(recursive=True)}

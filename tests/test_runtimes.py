@@ -4,11 +4,10 @@ file, docs/runtimes.json."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import runtimes  # noqa: E402
 

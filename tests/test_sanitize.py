@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 from nbval.plugin import get_sanitize_patterns
 
-ROOT = Path(__file__).resolve().parent.parent
 PATTERNS = get_sanitize_patterns((ROOT / "tests" / "sanitize.cfg").read_text())
 
 

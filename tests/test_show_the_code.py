@@ -22,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from course_code import ROOT
 from torch.utils.data import Dataset, IterableDataset, Sampler
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
 # Every notebook follows the convention ("Show the code" 1-3 of 3). A new notebook joins the
@@ -138,6 +138,7 @@ def test_every_snippet_shown_is_an_excerpt_of_a_tested_snippet_file(path):
                        f"exactly from one file):\n{block}")
 
 
+@pytest.mark.course
 def test_snippet_files_run_without_loaderlab():
     for path in SNIPPETS:
         tree = ast.parse(path.read_text())

@@ -9,8 +9,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 HREF = re.compile(r'(?:href|src)="([^"]+)"')
 
 
@@ -23,6 +23,7 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.course
 def test_every_notebook_lab_and_solution_has_a_page_with_its_plots(site):
     for folder in ("notebooks", "labs", "solutions"):
         for nb in sorted((ROOT / folder).glob("*.ipynb")):
@@ -36,6 +37,7 @@ def test_every_notebook_lab_and_solution_has_a_page_with_its_plots(site):
         assert (site / "docs" / f"{doc.stem}.html").exists(), f"no page for docs/{doc.name}"
 
 
+@pytest.mark.course
 def test_every_internal_link_resolves(site):
     broken = []
     for page in site.rglob("*.html"):

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from course_code import snippet
 from torch.utils.data import TensorDataset
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _dataset(n: int = 20) -> TensorDataset:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -11,8 +10,6 @@ from course_code import snippet
 from torch.utils.data import Dataset, TensorDataset
 
 from loaderlab.loaders import same_batches
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_training_drops_the_tiny_batch_validation_sees_every_sample_once():
@@ -41,6 +38,7 @@ class SlowReads(Dataset):
         return torch.tensor([float(index)]), index % 2
 
 
+@pytest.mark.course
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")  # 4 sleeping workers on 2 cores: on purpose
 def test_the_sweep_finds_that_workers_overlap_slow_reads(no_leaked_workers):
     sweep = snippet("choose_num_workers").sweep_num_workers(SlowReads(), counts=(0, 4), batch_size=4)

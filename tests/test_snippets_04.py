@@ -4,15 +4,11 @@ mode="RGB"; in_memory_loader hands out every row once, a whole batch per indexin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from course_code import lesson, snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.data import make_image_folder
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_my_images_batches_a_mixed_folder_like_the_lessons_image_files(tmp_path, no_leaked_workers):

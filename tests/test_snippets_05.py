@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-from pathlib import Path
 
 import nbformat
-from course_code import lesson, snippet
+import pytest
+from course_code import ROOT, lesson, snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.data import make_token_sequences
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_collate_and_padding.ipynb"
 
 
+@pytest.mark.course
 def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leaked_workers):
     samples = make_token_sequences(n=4096, seed=2)
     lengths = [len(tokens) for tokens, _ in samples]
@@ -52,6 +52,7 @@ def test_token_dataset_holds_one_tensor_and_returns_the_samples():
         assert tokens.tolist() == samples[i][0].tolist() and label == samples[i][1]
 
 
+@pytest.mark.course
 def test_token_dataset_starts_forkserver_workers(monkeypatch, no_leaked_workers):
     # one flat tensor: a Dataset of 300 separate tensors fails here with "too many fds"
     monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # the workers import lesson05 by name

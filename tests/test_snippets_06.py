@@ -5,15 +5,12 @@ freezes the collector before the first epoch."""
 from __future__ import annotations
 
 import gc
-from pathlib import Path
 
 import torch
 from course_code import snippet
 from torch.utils.data import DataLoader
 
 from loaderlab.checks.memory import caption_rows
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_captions_keep_the_table_in_two_tensors_and_return_every_row():

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
-from pathlib import Path
 
 import pytest
 from course_code import snippet
 from torch.utils.data import DataLoader
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 

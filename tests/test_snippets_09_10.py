@@ -6,18 +6,15 @@ it is the class notebook 10 shows in a cell."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import nbformat
 import pytest
 import torch
 import torch.distributed as dist
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import DistributedSampler, TensorDataset
 
 from loaderlab.distributed import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_undersampling_loader_draws_distinct_samples_favouring_the_heavy_class():

@@ -9,10 +9,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import DataLoader
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("num_workers", [0, 2, 3])

@@ -55,6 +55,7 @@ def epoch_2_first_batch_s(preload: list[str]) -> float:
     return float(done.stdout.split()[-1])
 
 
+@pytest.mark.course
 @pytest.mark.spawn  # a release check (make test-spawn): 15 s of fresh interpreters
 @pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver here")
 def test_a_preloaded_forkserver_starts_workers_without_importing_torch_again():
@@ -64,6 +65,7 @@ def test_a_preloaded_forkserver_starts_workers_without_importing_torch_again():
     assert preloaded < plain / 3, (plain, preloaded)
 
 
+@pytest.mark.course
 @pytest.mark.spawn  # a release check (make test-spawn): 23 s of spawned workers
 def test_the_guarded_script_runs_under_spawn_and_fails_without_the_guard(tmp_path):
     guarded = SNIPPETS / "main_guard.py"

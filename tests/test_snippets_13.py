@@ -60,6 +60,7 @@ def interrupted_epoch(module, tmp_path, dataset_class, context, resume_context=N
     return reference, batches, identical(model.state_dict().values(), reference_model.state_dict().values())
 
 
+@pytest.mark.course
 @needs_fork
 def test_resumed_epoch_is_the_uninterrupted_one_and_not_without_the_dataset_state(tmp_path):
     module = snippet("resume_mid_epoch")
@@ -73,6 +74,8 @@ def test_resumed_epoch_is_the_uninterrupted_one_and_not_without_the_dataset_stat
     assert identical(batches, reference) == [True] * 3 + [False] * 2 and not all(same_model)
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 @needs_fork
 def test_an_epoch_saved_by_forked_workers_resumes_exactly_in_spawned_workers(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "docs" / "snippets"))  # spawned workers import it by name
@@ -95,6 +98,7 @@ def test_each_worker_draws_its_own_noise_only_with_seed_worker():
     assert draws[None][0::2] == draws[None][1::2]  # both workers copied one generator
 
 
+@pytest.mark.course
 @needs_fork
 def test_a_checkpoint_of_another_num_workers_is_refused_with_a_sentence(tmp_path):
     module = snippet("resume_mid_epoch")

@@ -19,6 +19,7 @@ def sleep_step(seconds):
     return lambda batch: time.sleep(seconds)
 
 
+@pytest.mark.course
 def test_data_wait_fraction_tells_data_bound_from_compute_bound():
     module, slow_reads = snippet("data_wait"), lesson("lesson14").SlowReads
     dataset = slow_reads(n=32, read_s=0.010)  # 40 ms per batch of 4
@@ -29,6 +30,7 @@ def test_data_wait_fraction_tells_data_bound_from_compute_bound():
     assert data_bound > 0.5 and compute_bound < 0.2  # about 0.75 and 0
 
 
+@pytest.mark.course
 @pytest.mark.parametrize("num_workers", [0, 1])
 def test_profile_steps_records_the_dataloader_event_inside_each_data_range(tmp_path, capsys, num_workers):
     dataset = lesson("lesson14").SlowReads(n=16, read_s=0.005)

@@ -10,14 +10,13 @@ import multiprocessing
 import os
 import resource
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as torch_mp
+from course_code import ROOT
 from torch.utils.data import DataLoader
 
-ROOT = Path(__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
 
 pytestmark = [
@@ -41,6 +40,8 @@ def strategy_of_worker(batch):
     return torch_mp.get_sharing_strategy()
 
 
+@pytest.mark.spawn
+@pytest.mark.course
 def test_file_system_loader_sets_the_strategy_in_spawned_workers_too(sharing_strategy):
     spawn = multiprocessing.get_context("spawn")
     torch_mp.set_sharing_strategy("file_descriptor")

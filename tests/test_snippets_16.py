@@ -11,11 +11,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
-from course_code import snippet
+from course_code import ROOT, snippet
 from torch.utils.data import Dataset
 
-ROOT = Path(__file__).resolve().parent.parent
 # torchdata 0.11 frees a finished Loader only in the cycle collector, which may run in one of its
 # own stopping threads and print "cannot join current thread" (notebook 16, section 1): keep them.
 KEPT = []
@@ -35,6 +35,7 @@ class Probe(Dataset):
         return torch.tensor([i, os.getpid(), threading.get_native_id()]), i
 
 
+@pytest.mark.course
 def test_thread_loader_delivers_every_sample_once_per_epoch_reshuffled_in_whole_batches():
     loader = snippet("thread_loader").thread_loader(Probe(100), batch_size=8, num_workers=4)
     KEPT.append(loader)
@@ -48,6 +49,7 @@ def test_thread_loader_delivers_every_sample_once_per_epoch_reshuffled_in_whole_
     assert orders[0] != orders[1]
 
 
+@pytest.mark.course
 def test_the_batches_are_loaded_by_several_threads_of_this_process():
     loader = snippet("thread_loader").thread_loader(Probe(64, latency_s=0.002), batch_size=4, num_workers=4)
     KEPT.append(loader)
@@ -57,6 +59,7 @@ def test_the_batches_are_loaded_by_several_threads_of_this_process():
     assert len(set(rows[:, 2].tolist())) >= 2
 
 
+@pytest.mark.course
 def test_sixteen_threads_overlap_the_waits():
     dataset = Probe(128, latency_s=0.01)  # 1.28 s when one reader waits for every sample
     loader = snippet("thread_loader").thread_loader(dataset, batch_size=8, num_workers=16)
@@ -67,6 +70,7 @@ def test_sixteen_threads_overlap_the_waits():
     assert samples == 128 and seconds < 128 * 0.01 / 4  # at least 4x one reader; ideal ~16x
 
 
+@pytest.mark.course
 def test_train_runs_every_epoch():
     steps = []
     snippet("thread_loader").train(Probe(200), lambda xb, yb: steps.append(len(yb)), num_epochs=2)

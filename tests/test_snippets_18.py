@@ -23,6 +23,7 @@ def test_loader_limits_names_the_smallest_limit():
     assert binds == "workers" and math.isinf(limits["workers"])  # no cost at all: nothing binds
 
 
+@pytest.mark.course
 def test_workers_to_keep_up_keeps_a_real_loop_from_waiting():
     module = snippet("loader_limits")
     workers = module.workers_to_keep_up(sample_s=0.005, batch_size=4, step_s=0.012)  # 20 ms a batch, 12 ms a step

@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from course_code import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import make_student  # noqa: E402
 
@@ -33,6 +32,7 @@ def test_the_bundle_has_no_answers(bundle):
         assert not make_student.keep(answer), answer
 
 
+@pytest.mark.course
 def test_the_bundle_has_what_a_student_runs(bundle):
     names, labs = bundle
     for needed in ("README.md", "Makefile", "requirements.txt", "pyproject.toml", "loaderlab/__init__.py",

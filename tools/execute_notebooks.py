@@ -7,11 +7,14 @@ python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
 (--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn; --record, which
 `make execute` passes, stores each run time in docs/runtimes.json and updates the notebook's
 "Runs in" header and README's course map from it: record on an otherwise idle machine.)
+``client`` and ``run`` are the course's one way to run a notebook: this script, the tests
+(tests/test_labs.py, tests/test_course_guarantees.py) and tools/machines.py use them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,29 +36,78 @@ def notebooks(args: list[str]) -> list[Path]:
     return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
-def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
-    nb = nbformat.read(path, as_version=4)
+def kernel_name() -> str:
+    """The course's kernel ("loaderlab", registered by `make setup`), else this Python's own."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL)
+        return KERNEL
+    except NoSuchKernel:
+        return "python3"
+
+
+def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
+           allow_errors: bool = False) -> NotebookClient:
+    """The one way the course runs a notebook: a client for ``nb`` in a fresh kernel whose working
+    folder is ``folder``, each cell at most ``timeout`` s, no timing or widget state in outputs.
+    ``client(...).execute()`` runs it all; a caller that needs cell-by-cell control (the grader)
+    uses ``setup_kernel()`` and ``execute_cell()`` on it."""
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python (loaderlab)", "language": "python"}
-    client = NotebookClient(
+    return NotebookClient(
         nb,
-        timeout=timeout,
-        kernel_name=KERNEL,
-        resources={"metadata": {"path": str(path.parent)}},
+        timeout=int(timeout),
+        kernel_name=kernel_name(),
+        resources={"metadata": {"path": str(folder)}},
         record_timing=False,
+        allow_errors=allow_errors,
         allow_error_names=[],
         # no widget state in the file (notebook 18's controls): it held a copy of every picture
         # and made the static site fetch the widget renderer online; the figures are outputs
         store_widget_state=False,
     )
+
+
+def run(path: Path, timeout: float = 300, allow_errors: bool = False) -> tuple[nbformat.NotebookNode, float]:
+    """Execute the notebook at ``path`` from its own folder; return it with its outputs, and the
+    seconds it took (kernel start included). Raises nbclient's CellExecutionError on a cell's
+    error unless ``allow_errors``. The file is not written."""
+    nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client.execute()
+    runner = client(nb, path.parent, timeout=timeout, allow_errors=allow_errors)
+    started: list[int] = []
+    runner.on_cell_start = lambda cell, cell_index: started.append(cell_index)
+    try:
+        runner.execute()
+    except Exception as exc:
+        exc.cell_number = started[-1] + 1 if started else None  # counted from 1, markdown included
+        raise
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nb.metadata.pop("widgets", None)
+    return nb, seconds
+
+
+def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
+    """Execute ``path`` (see ``run``), store its outputs in the file unless ``write`` is False;
+    return the seconds it took."""
+    nb, seconds = run(path, timeout=timeout)
     if write:
         nbformat.write(nb, path)
     return seconds
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failure(exc: BaseException) -> str:
+    """One line: where a notebook stopped and why ('cell 14: AssertionError: ...')."""
+    name, value = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    last = (str(exc).strip().splitlines() or [""])[-1]
+    what = (f"{name}: {value}" if value else name) if name else f"{type(exc).__name__}: {last}"
+    where = f"cell {exc.cell_number}: " if getattr(exc, "cell_number", None) else ""
+    return where + " ".join(ANSI.sub("", what).split())
 
 
 def main(argv: list[str]) -> int:
@@ -70,7 +122,7 @@ def main(argv: list[str]) -> int:
             seconds = execute(path, write=write)
         except Exception as exc:  # report and carry on with the others
             failed += 1
-            print(f"FAILED {rel}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}")
+            print(f"FAILED {rel}: {failure(exc)}")
             continue
         print(f"executed {rel} in {seconds:.1f} s")
         if save_time:

@@ -22,8 +22,8 @@ from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.env import can_fork
 from loaderlab.measure import WorkerMemorySampler
+from loaderlab.units import MB
 
-MB = 1024 * 1024
 N_ROWS = 300_000  # ~40 MB of str objects: a broken layout grows each worker by about that much
 GROWTH_LIMIT = 0.10  # a fix may grow a worker by at most 10 % of the list's size
 HINT = "Hint: notebook 06, section 'Fixes that keep the table shared'"

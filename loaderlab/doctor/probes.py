@@ -31,8 +31,8 @@ from loaderlab.doctor.findings import Finding, finding
 from loaderlab.loaders import rebuild, stop_workers
 from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_batches, timed_pass
 from loaderlab.messages import one_line
+from loaderlab.units import MB
 
-MB = 1024 * 1024
 MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
 NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run on a spent budget
 

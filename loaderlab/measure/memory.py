@@ -18,19 +18,9 @@ from torch.utils.data import DataLoader
 from loaderlab._validate import require_loader, require_positive
 from loaderlab.loaders import stop_workers
 from loaderlab.measure.passes import Pass, timed_batches
+from loaderlab.processes import is_multiprocessing_helper
 
 SHM_PATH = "/dev/shm"
-_HELPER_MARKERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-
-
-def _is_helper(proc: psutil.Process, parent_pid: int) -> bool:
-    # The resource tracker and the forkserver are direct children of the process that uses
-    # them. Forkserver *workers* carry the forkserver's command line too, but are its children.
-    try:
-        cmdline = " ".join(proc.cmdline())
-        return proc.ppid() == parent_pid and any(marker in cmdline for marker in _HELPER_MARKERS)
-    except (psutil.Error, OSError):
-        return False
 
 
 def live_workers() -> list[psutil.Process]:
@@ -45,7 +35,8 @@ def live_workers() -> list[psutil.Process]:
     alive = []
     for child in children:
         try:
-            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE and not _is_helper(child, me):
+            alive_now = child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+            if alive_now and not is_multiprocessing_helper(child, me):
                 alive.append(child)
         except psutil.Error:
             continue

@@ -5,6 +5,7 @@ A test-only stand-in for a bigger (or smaller) laptop: `os.cpu_count`, `os.proce
 `psutil.Process.cpu_affinity()` report the simulated count; the real cores still do the work.
 Kernels and DataLoader workers inherit PYTHONPATH, so they see the same machine. Never imported
 by the package: `tools/machines.py` (make test-machines) and the tests put it on PYTHONPATH.
+With LOADERLAB_SPAWN_GUARD set it also installs spawnguard.py (what spawn could not pickle).
 """
 
 import os
@@ -31,3 +32,8 @@ if _CPUS > 0:
             return _real_affinity(self, cpus)
 
         psutil.Process.cpu_affinity = _cpu_affinity
+
+if os.environ.get("LOADERLAB_SPAWN_GUARD"):
+    import spawnguard
+
+    spawnguard.install()
