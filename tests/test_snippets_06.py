@@ -11,7 +11,7 @@ import torch
 from course_code import snippet
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.memory import caption_rows
+from loaderlab.labs.memory import caption_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 

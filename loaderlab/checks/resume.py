@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
-from loaderlab.checks.loops import worker_start_method
 from loaderlab.checks.report import Wrong, bounded, checker, compare, epoch, first_diff, one_line
+from loaderlab.env import worker_start_method
 from loaderlab.loaders import same_batch, stop_workers
 
 HINT = "Hint: notebook 13, sections 2 and 4"
