@@ -4,12 +4,13 @@ fake verdict), stubs that replace the checker, the checks package, `print` and I
 notebook that kills its kernel, a corrupt file, a syntax error, no lab metadata, an answer that
 loops forever (its own short --timeout), and lab 05 graded per part with `--lab`. Each is graded
 right, and no process the grader started is left. The command as the docs write it runs as a
-subprocess. Three grader runs in-process, one as a command."""
+subprocess. Three grader runs in-process (~1-2 min on 2 busy cores), two as commands (no kernel)."""
 
 from __future__ import annotations
 
 import copy
 import csv
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -258,6 +259,25 @@ def test_the_documented_command_runs_as_typed(tmp_path, command):
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as f:
         row = next(csv.DictReader(f))
     assert row["passed"] == "0" and row["reason"].startswith("unknown lab"), row
+
+
+def test_the_course_is_read_once_so_a_submission_cannot_change_it_for_the_next(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "loaderlab", root / "loaderlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "labs", root / "labs")
+    (root / "notebooks").mkdir()
+    for module in (ROOT / "notebooks").glob("*.py"):
+        shutil.copy(module, root / "notebooks" / module.name)
+    course = grade.Course(root)  # as grading starts
+    (root / "loaderlab" / "checks" / "loops.py").write_text("check_loop_to_loader = lambda *a: True\n")
+    (root / "notebooks" / "lesson03.py").write_text("# rewritten by a submission\n")
+    course.layout(tmp_path / "course")  # what the next submission runs with
+    copy = tmp_path / "course" / "package" / "loaderlab" / "checks" / "loops.py"
+    assert copy.read_bytes() == (ROOT / "loaderlab" / "checks" / "loops.py").read_bytes()
+    assert copy.stat().st_mode & 0o222 == 0  # read-only (root may still write: the checks get a newer copy)
+    lesson = tmp_path / "course" / "notebooks" / "lesson03.py"
+    assert lesson.read_bytes() == (ROOT / "notebooks" / "lesson03.py").read_bytes()
+    grade._set_writable(tmp_path / "course", True)  # so that pytest can remove it
 
 
 def test_every_lab_names_its_lab_in_its_metadata():
