@@ -11,7 +11,7 @@ import random
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -130,3 +130,12 @@ def progress(iterable: Iterable[T], desc: str = "", total: int | None = None) ->
     for n, item in enumerate(iterable, start=1):  # noqa: B007
         yield item
     print(f"{desc}: {n}/{total if total is not None else n} done", file=sys.stdout)
+
+
+def worker_start_method(dataset: Any) -> str | None:
+    """Return the start method to run ``dataset`` in workers with: this session's own, or ``fork``
+    when the Dataset's class lives in ``__main__`` (a notebook cell), which workers started by spawn
+    or forkserver cannot import; None when such a class cannot be forked here (Windows)."""
+    if type(dataset).__module__ != "__main__" or start_method() == "fork":
+        return start_method()
+    return "fork" if can_fork() else None

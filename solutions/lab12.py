@@ -26,8 +26,8 @@ def stack(batch: list) -> torch.Tensor:
     ### END SOLUTION
 
 
-def seed_worker(worker_id: int, base_seed: int) -> None:
-    """The worker_init_fn, once base_seed is bound: seeds torch with base_seed + worker_id."""
+def limit_threads(worker_id: int, threads: int) -> None:
+    """The worker_init_fn, once threads is bound: each worker computes on that many threads."""
     ### BEGIN SOLUTION
-    torch.manual_seed(base_seed + worker_id)
+    torch.set_num_threads(threads)
     ### END SOLUTION

@@ -3,7 +3,10 @@
 Text only (no notebook runs): each question is found in the markdown cells of notebooks/ and
 solutions/ (labs/ is generated from solutions/), and must have a heading
 `### Notebook NN · Exercise K` or `### Lab NN · Going further K` in docs/answers.md, whose quote
-starts like the question and which is followed by an answer.
+starts like the question and which is followed by an answer. A figure an answer quotes from
+a notebook is written between « and », exactly as printed, and must be in that notebook's
+stored outputs (a lab's: its solution's, then those of the notebook with its number): when a
+re-recording changes it, the test names the value printed now.
 """
 
 from __future__ import annotations
@@ -107,3 +110,55 @@ def test_the_reader_finds_exercises_and_bullets(tmp_path):
     assert questions(path) == {"Lab 42 · Exercise 1": "Exercise: first line two.",
                                "Lab 42 · Going further 1": "one? more",
                                "Lab 42 · Going further 2": "two?"}
+
+
+FIGURE = re.compile(r"«([^»]+)»")
+NUMBER = re.compile(r"\d[\d,.]*")
+
+
+def stored_outputs(heading: str) -> str:
+    """Return the stored text outputs of the notebook(s) a heading's figures are quoted from."""
+    kind, number = heading.split()[:2]
+    paths = sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+    if kind == "Lab":
+        paths = sorted((ROOT / "solutions").glob(f"{number}_*.ipynb")) + paths
+    texts = []
+    for path in paths:
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                text = out.get("text") or out.get("data", {}).get("text/plain", "")
+                texts.append(text if isinstance(text, str) else "".join(text))
+    return " ".join(" ".join(texts).split())
+
+
+def quoted_figures() -> list[tuple[str, str]]:
+    """Return (heading, figure) for every «figure» in docs/answers.md."""
+    parts = HEADING.split(ANSWERS.read_text())
+    pairs = zip(parts[1::2], parts[2::2], strict=True)
+    return [(heading, " ".join(figure.split())) for heading, body in pairs for figure in FIGURE.findall(body)]
+
+
+def test_answers_quote_figures_that_the_test_can_see():
+    assert len(quoted_figures()) >= 4, quoted_figures()
+
+
+def printed_now(figure: str, outputs: str) -> str | None:
+    """Return what the outputs print in the place of ``figure`` (its words, other numbers), or None."""
+    shape = NUMBER.sub("@@", re.escape(figure)).replace("@@", r"\d[\d,.]*")
+    found = re.search(shape, outputs)
+    return found.group(0) if found else None
+
+
+@pytest.mark.parametrize(("heading", "figure"), quoted_figures(), ids=lambda x: x.replace(" · ", ": "))
+def test_a_quoted_figure_is_in_the_stored_outputs(heading, figure):
+    outputs = stored_outputs(heading)
+    now = printed_now(figure, outputs)
+    quoted = f"'### {heading}' quotes «{figure}»"
+    assert figure in outputs, (f"{quoted}; the stored outputs now print «{now}»: update the answer" if now
+                               else f"{quoted}, which the notebook no longer prints")
+
+
+def test_a_changed_figure_is_named_with_the_value_printed_now():
+    outputs = "batches 2-11: load 0.15 s + compute 0.18 s"
+    assert printed_now("load 0.13 s", outputs) == "load 0.15 s"
+    assert printed_now("kept 18 of 150", outputs) is None

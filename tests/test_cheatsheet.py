@@ -1,4 +1,5 @@
-"""Every cheat-sheet snippet is imported and exercised; the page matches the snippet files."""
+"""Every snippet is imported and exercised; docs/recipes.md and the one-page docs/cheatsheet.md match
+the snippet files."""
 
 from __future__ import annotations
 
@@ -51,11 +52,24 @@ def test_cheatsheet_page_is_generated_from_the_snippets():
     assert result.returncode == 0, result.stdout
 
 
-def test_cheatsheet_has_a_section_for_every_topic_01_to_16():
-    page = (ROOT / "docs" / "cheatsheet.md").read_text()
+def test_recipes_have_a_section_for_every_topic_01_to_16():
+    page = (ROOT / "docs" / "recipes.md").read_text()
     sections = {line[3:5] for line in page.splitlines() if line.startswith("## ")}
     missing = [f"{n:02d}" for n in range(1, 17) if f"{n:02d}" not in sections]
     assert not missing, f"no cheat-sheet snippet names notebook(s) {missing}"
+
+
+def test_the_cheat_sheet_is_one_recipe_per_pitfall_short_enough_to_print():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_cheatsheet
+
+    page = (ROOT / "docs" / "cheatsheet.md").read_text()
+    symptoms = [symptom for symptom, *_ in make_cheatsheet.PITFALLS]
+    assert len(set(symptoms)) == len(symptoms) >= 12
+    assert page.count("```python") == len(symptoms)
+    # two printed pages in two columns hold about 2 x 2 x 60 lines; the site's print test measures it
+    assert len(page.splitlines()) <= 200, len(page.splitlines())
+    assert "manual_seed(base_seed + worker_id)" not in page and ".dataset.rng =" not in page
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])

@@ -137,3 +137,11 @@ def test_a_read_that_never_returns_is_answered_not_awaited(slow_loader, capsys, 
     hangs = lambda loader: _like(loader, Hangs(loader.dataset))  # noqa: E731
     assert check_cached_loader(hangs, slow_loader) is False
     assert _line(capsys).startswith("❌ the check took over 3 s: does every __getitem__ return?")
+
+
+def test_the_reason_given_for_slow_epochs_is_true_of_the_workers():
+    assert "every epoch still decodes" in caching.why_slow(DataLoader(range(4)))
+    assert "starts 2 worker(s) every epoch" in caching.why_slow(DataLoader(range(4), num_workers=2))
+    persistent = caching.why_slow(DataLoader(range(4), num_workers=2, persistent_workers=True))
+    assert "2 persistent worker(s) keep their caches" in persistent, persistent
+    assert "every epoch" not in persistent.split(",")[0], persistent

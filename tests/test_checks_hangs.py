@@ -12,7 +12,8 @@ import pytest
 from course_code import ROOT
 from torch.utils.data import DataLoader, get_worker_info
 
-from loaderlab.checks.hangs import ResourceClient, check_hang_fix, epoch_with_lock_held
+from loaderlab.checks.hangs import check_hang_fix
+from loaderlab.labs.hangs import ResourceClient, epoch_with_lock_held
 
 # The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ stays on
 # the path so that spawned workers, which import it by name, find it too.

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
+from loaderlab import env
 from loaderlab.checks import loops
 from loaderlab.checks.loops import (
     FixedOrderSampler,
@@ -13,8 +14,8 @@ from loaderlab.checks.loops import (
     loop_data,
     manual_batches,
     shuffled_sampler,
-    worker_start_method,
 )
+from loaderlab.env import worker_start_method
 
 
 class PairDataset(Dataset):
@@ -191,19 +192,19 @@ def test_helpers_build_the_loop_batches_and_validate():
 def test_workers_start_like_the_session_and_a_notebook_class_is_forked(monkeypatch):
     in_main = type("InMain", (PairDataset,), {"__module__": "__main__"})(*loop_data(n=4))
     in_module = PairDataset(*loop_data(n=4))
-    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    monkeypatch.setattr(env, "start_method", lambda: "spawn")
     assert worker_start_method(in_module) == "spawn"
     assert worker_start_method(in_main) == "fork"
-    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    monkeypatch.setattr(env, "can_fork", lambda: False)
     assert worker_start_method(in_main) is None and worker_start_method(in_module) == "spawn"
-    monkeypatch.setattr(loops, "start_method", lambda: "fork")
+    monkeypatch.setattr(env, "start_method", lambda: "fork")
     assert worker_start_method(in_main) == "fork"
 
 
 @pytest.mark.spawn
 @pytest.mark.course
 def test_workers_checked_under_spawn_when_the_dataset_is_importable(monkeypatch, capsys, no_leaked_workers):
-    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    monkeypatch.setattr(env, "start_method", lambda: "spawn")
     started = []
     rebuild = loops.rebuild
     monkeypatch.setattr(loops, "rebuild", lambda loader, **kw: started.append(kw["multiprocessing_context"])
@@ -213,8 +214,8 @@ def test_workers_checked_under_spawn_when_the_dataset_is_importable(monkeypatch,
 
 
 def test_notebook_class_without_fork_is_checked_without_workers(monkeypatch, capsys):
-    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
-    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    monkeypatch.setattr(env, "start_method", lambda: "spawn")
+    monkeypatch.setattr(env, "can_fork", lambda: False)
     in_main = type("InMain", (PairDataset,), {"__module__": "__main__"})
 
     def notebook_class(features, labels, sampler, batch_size):

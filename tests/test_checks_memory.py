@@ -10,7 +10,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks import memory
-from loaderlab.checks.memory import caption_rows, check_cow_fix, list_bytes, worker_growth
+from loaderlab.checks.memory import check_cow_fix, worker_growth
+from loaderlab.labs.memory import caption_rows, list_bytes
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
@@ -185,10 +186,10 @@ def test_stub_is_pending_and_a_crash_is_one_line(capsys):
     assert not ok and out.startswith("❌ your code raised UnicodeEncodeError: 'ascii' codec"), out
 
 
-def test_without_fork_only_the_items_are_checked_and_the_output_says_so(capsys, monkeypatch):
+def test_without_fork_the_items_are_checked_and_the_verdict_is_not_checkable(capsys, monkeypatch):
     monkeypatch.setattr(memory, "can_fork", lambda: False)  # Windows
     ok, out = verdict(capsys, KeepsList, n_rows=20_000)  # wrong for memory, but not measurable
-    assert ok and out.endswith("(memory not measured: this platform has no fork)"), out
+    assert not ok and out.startswith("⏳ not checkable here: no fork"), out
     ok, out = verdict(capsys, Stripped, n_rows=20_000)
     assert not ok and "strips the row" in out, out
 

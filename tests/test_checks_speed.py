@@ -101,6 +101,11 @@ def raises(loader):
     return DataLoader(loader.dataset, batch_size=8, sampler=loader.sampler, shuffle=True)
 
 
+def no_latency(loader):  # changes the setup, not the loader
+    loader.dataset.latency_s = 0
+    return loader
+
+
 def _line(capsys) -> str:
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
@@ -129,6 +134,7 @@ def test_fast_loaders_with_the_same_batches_pass(candidate, n, capsys, no_leaked
         (unchanged, "the goal is 4x"),
         pytest.param(one_worker, "the goal is 4x", marks=needs_fork),
         (not_a_loader, "tune(loader) must return a DataLoader, got LatencyDataset"),
+        (no_latency, "changed the starting loader's dataset (latency_s: 0.04 → 0)"),
     ],
 )
 def test_wrong_tunings_fail_with_their_reason(candidate, phrase, capsys, no_leaked_workers):
@@ -185,3 +191,15 @@ def test_a_fetch_that_never_returns_is_answered_not_awaited(capsys, monkeypatch)
     hangs = lambda loader: _same_as(loader, dataset=Hangs(loader.dataset))  # noqa: E731
     assert check_fast_loader(hangs, slow_loader()) is False
     assert _line(capsys).startswith("❌ the check took over 1 s: does every __getitem__ return?")
+
+
+def test_an_answer_that_makes_waiting_itself_faster_gains_nothing(capsys, monkeypatch):
+    import lesson03
+
+    def no_sleep(loader):  # the dataset untouched, but every wait of the process made shorter
+        monkeypatch.setattr(lesson03.time, "sleep", lambda seconds: None)
+        return loader
+
+    assert check_fast_loader(no_sleep, slow_loader()) is False
+    line = _line(capsys)
+    assert line.startswith("❌ same batches, but only") and "the goal is 4x" in line, line

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
-from loaderlab.checks.splits import check_split_loaders, split_datasets
+from loaderlab.checks.splits import check_split_loaders
+from loaderlab.labs.splits import split_datasets
 
 
 def _line(capsys) -> str:

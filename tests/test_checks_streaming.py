@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from loaderlab.checks import loops, streaming
+from loaderlab import env
+from loaderlab.checks import streaming
 from loaderlab.checks.streaming import check_sharded_iterable
 
 
@@ -159,7 +160,7 @@ def _spy_on_loaders(monkeypatch) -> list:
 @pytest.mark.spawn
 @pytest.mark.course
 def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(monkeypatch, no_leaked_workers):
-    monkeypatch.setattr(loops, "start_method", lambda: "spawn")
+    monkeypatch.setattr(env, "start_method", lambda: "spawn")
     started = _spy_on_loaders(monkeypatch)
     items = streaming._read(Strided(29), 2, 116, "rank 0 of 1 with num_workers=2")
     assert sorted(items) == list(range(29)) and started == ["spawn"]
@@ -169,8 +170,8 @@ def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(m
 
 @pytest.mark.course
 def test_a_notebook_class_without_fork_is_read_by_simulated_workers(capsys, monkeypatch, no_leaked_workers):
-    monkeypatch.setattr(loops, "start_method", lambda: "spawn")  # Windows: spawn, and no fork
-    monkeypatch.setattr(loops, "can_fork", lambda: False)
+    monkeypatch.setattr(env, "start_method", lambda: "spawn")  # Windows: spawn, and no fork
+    monkeypatch.setattr(env, "can_fork", lambda: False)
     assert "simulated in-process" in _verdict(capsys, in_notebook(Strided))
     assert "ranks 0 and 1 both yield item 0" in _verdict(capsys, in_notebook(WorkerOnly))
     assert "arrives 2 times from one rank" in _verdict(capsys, in_notebook(RankOnly))

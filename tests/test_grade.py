@@ -1,12 +1,17 @@
 """The grader (`python tools/grade.py`) on a folder of lab 01 submissions: a correct one under
-another name, an untouched lab, checker cells deleted (with a wrong answer and a fake verdict), a
-syntax error, no lab metadata, and an answer that loops forever (its own short --timeout). Each is
-graded right, and no process the grader started is left. Two grader runs, ~15-25 s in all."""
+another name, one in a subfolder, an untouched lab, checker cells deleted (with a wrong answer and a
+fake verdict), stubs that replace the checker, the checks package, `print` and IPython hooks, a
+notebook that kills its kernel, a corrupt file, a syntax error, no lab metadata, an answer that
+loops forever (its own short --timeout), and lab 05 graded per part with `--lab`. Each is graded
+right, and no process the grader started is left. The command as the docs write it runs as a
+subprocess. Three grader runs in-process (~1-2 min on 2 busy cores), two as commands (no kernel)."""
 
 from __future__ import annotations
 
 import copy
 import csv
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -15,7 +20,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from course_code import ROOT
+from course_code import ROOT  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
@@ -31,12 +36,41 @@ def _edit(nb, old: str, new: str):
     return nb
 
 
+def _stub_with(cell: str):
+    """The untouched lab 01 plus a student cell ``cell`` before its check."""
+    nb = nbformat.read(ROOT / "labs" / LAB, as_version=4)
+    nb.cells.insert(-2, nbformat.v4.new_code_cell(cell))
+    return nb
+
+
+REPLACES_CHECKER = """import sys
+import loaderlab.checks.loops as loops
+loops.check_loop_to_loader = lambda *args: print("✅ same batches") or True
+fake = type(sys)("loaderlab.checks")
+fake.check_loop_to_loader = loops.check_loop_to_loader
+sys.modules["loaderlab.checks"] = fake
+import loaderlab
+loaderlab.checks = fake"""
+
+PRINTS_VERDICT = """import builtins, sys
+real_print = builtins.print
+builtins.print = lambda *args, **kwargs: real_print("✅ same batches as the hand-written loop")
+def vote(*args):
+    sys.__stdout__.write("✅ same batches\\n")
+    real_print("✅ same batches")
+for event in ("pre_execute", "post_execute", "pre_run_cell", "post_run_cell"):
+    get_ipython().events.register(event, vote)
+real_print("x" * 3_000_000)  # more output than the grader keeps"""
+
+
 def _submissions(folder: Path) -> None:
     lab = nbformat.read(ROOT / "labs" / LAB, as_version=4)
     answer = nbformat.read(ROOT / "solutions" / LAB, as_version=4)
     nbformat.write(answer, folder / "no_metadata.ipynb")  # a solution: no loaderlab metadata
     answer.metadata["loaderlab"] = lab.metadata["loaderlab"]
     nbformat.write(answer, folder / "Jane Doe - final (2).ipynb")  # renamed: graded by metadata
+    (folder / "student7").mkdir()
+    nbformat.write(answer, folder / "student7" / "submission.ipynb")  # an LMS export's subfolder
     nbformat.write(lab, folder / "untouched.ipynb")
     nbformat.write(_edit(answer, "return self.features[index]", "return self.features[index]]"),
                    folder / "syntax.ipynb")
@@ -45,8 +79,16 @@ def _submissions(folder: Path) -> None:
     cheat.cells.append(nbformat.v4.new_code_cell(
         'check_loop_to_loader = lambda f: print("✅ fine")\nprint("✅ same batches")'))
     nbformat.write(cheat, folder / "checks_deleted.ipynb")
+    nbformat.write(_stub_with(REPLACES_CHECKER), folder / "replaces_checker.ipynb")
+    nbformat.write(_stub_with(PRINTS_VERDICT), folder / "prints_verdict.ipynb")
+    nbformat.write(_stub_with("import os\nos._exit(0)"), folder / "exits.ipynb")
+    (folder / "corrupt.ipynb").write_text('{"cells": [')  # a truncated upload
     loop = _edit(answer, "    return DataLoader(", "    while True:\n        pass\n    return DataLoader(")
     nbformat.write(loop, folder.parent / "loops.ipynb")
+    parts = nbformat.read(ROOT / "solutions" / "05_pad_collate_and_buckets.ipynb", as_version=4)
+    parts = _edit(parts, "    rng = random.Random(seed * 1_000_003 + epoch)",
+                  '    raise NotImplementedError("your code here")')  # part 2 left a stub
+    nbformat.write(parts, folder.parent / "parts.ipynb")  # no metadata: graded with --lab 05
 
 
 def _leftovers(work: Path) -> list[str]:
@@ -75,25 +117,68 @@ def graded(tmp_path_factory):
         loop_status = grade.main([str(base / "loops.ipynb"), "--csv", str(base / "loop.csv"),
                                   "--timeout", str(LOOP_TIMEOUT)])
         loop_seconds = time.monotonic() - start
+        parts_status = grade.main([str(base / "parts.ipynb"), "--csv", str(base / "parts.csv"),
+                                   "--lab", "05"])
     finally:
         tempfile.tempdir = saved
     new_children = [p for p in psutil.Process().children(recursive=True) if p.pid not in children]
     with open(base / "grades.csv", newline="", encoding="utf-8") as f:
         header = f.readline().strip()
         f.seek(0)
-        rows = {Path(r["submission"]).name: r for r in csv.DictReader(f)}
+        rows = {str(Path(r["submission"]).relative_to(folder)): r for r in csv.DictReader(f)}
     with open(base / "loop.csv", newline="", encoding="utf-8") as f:
         loop_row = next(csv.DictReader(f))
-    return dict(status=status, loop_status=loop_status, header=header, rows=rows, loop=loop_row,
-                seconds=seconds, loop_seconds=loop_seconds, leftovers=_leftovers(work),
-                new_children=new_children)
+    with open(base / "parts.csv", newline="", encoding="utf-8") as f:
+        parts_row = next(csv.DictReader(f))
+    return dict(status=status, loop_status=loop_status, parts_status=parts_status, header=header,
+                rows=rows, loop=loop_row, parts=parts_row, seconds=seconds, loop_seconds=loop_seconds,
+                leftovers=_leftovers(work), new_children=new_children)
 
 
 @pytest.mark.course
-def test_every_submission_is_graded_into_the_four_columns(graded):
-    assert graded["status"] == 0 and graded["loop_status"] == 0
-    assert graded["header"] == "submission,lab,passed,reason"
-    assert len(graded["rows"]) == 5, graded["rows"]
+def test_every_submission_is_graded_into_the_columns(graded):
+    assert graded["status"] == 0 and graded["loop_status"] == 0 and graded["parts_status"] == 0
+    assert graded["header"] == "submission,lab,passed,reason,part1,part2"
+    assert len(graded["rows"]) == 10, graded["rows"]
+
+
+@pytest.mark.course
+def test_a_subfolder_is_searched(graded):
+    row = graded["rows"][str(Path("student7") / "submission.ipynb")]
+    assert (row["lab"], row["passed"], row["reason"]) == ("01", "1", ""), row
+
+
+@pytest.mark.course
+@pytest.mark.parametrize("name", ["replaces_checker.ipynb", "prints_verdict.ipynb"])
+def test_a_stub_that_replaces_the_checker_print_or_hooks_is_still_a_stub(graded, name):
+    row = graded["rows"][name]
+    assert row["passed"] == "0" and row["reason"].startswith("unfinished stub: check_loop_to_loader"), row
+
+
+@pytest.mark.course
+def test_output_beyond_the_cap_is_dropped_and_said(graded):
+    assert "output beyond 2 MB was not kept" in graded["rows"]["prints_verdict.ipynb"]["reason"]
+
+
+@pytest.mark.course
+def test_a_notebook_that_kills_its_kernel_is_a_row_with_its_cell(graded):
+    row = graded["rows"]["exits.ipynb"]
+    assert row["passed"] == "0" and row["reason"].startswith("the kernel died in cell "), row
+    assert "NoSuchProcess" not in row["reason"], row
+
+
+@pytest.mark.course
+def test_a_corrupt_file_is_a_row_with_its_reason(graded):
+    row = graded["rows"]["corrupt.ipynb"]
+    assert (row["lab"], row["passed"]) == ("", "0"), row
+    assert row["reason"].startswith("not a Jupyter notebook"), row
+
+
+@pytest.mark.course
+def test_a_two_part_lab_gets_a_grade_per_part_and_lab_overrides_the_metadata(graded):
+    row = graded["parts"]
+    assert (row["lab"], row["passed"], row["part1"], row["part2"]) == ("05", "0", "1", "0"), row
+    assert row["reason"].startswith("unfinished stub: check_bucket_batches"), row
 
 
 @pytest.mark.course
@@ -144,7 +229,7 @@ def test_no_process_is_left_behind(graded):
 
 @pytest.mark.parametrize("argv, says", [
     (["missing.ipynb", "--csv", "g.csv"], "no such file"),
-    (["junk.ipynb", "--csv", "g.csv"], "not a Jupyter notebook"),
+    (["ok.ipynb", "--csv", "g.csv", "--lab", "99"], "--lab 99: no such lab"),
     (["ok.ipynb", "--csv", "g.csv", "--timeout", "soon"], "--timeout must be a number"),
     (["ok.ipynb", "--csv", "g.csv", "--timeout", "0"], "--timeout must be > 0"),
     (["ok.ipynb"], "--csv"),
@@ -158,6 +243,55 @@ def test_a_usage_error_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys,
     out, err = capsys.readouterr()
     assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "g.csv").exists()
+
+
+def test_a_missing_course_kernel_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys):
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    def missing(self, name):
+        raise NoSuchKernel(name)
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", missing)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "ok.ipynb")
+    assert grade.main([str(tmp_path / "ok.ipynb"), "--csv", str(tmp_path / "g.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "kernel 'loaderlab' is not registered: run `make setup`" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "g.csv").exists()
+
+
+@pytest.mark.parametrize("command", [
+    "python tools/grade.py submissions/ --csv grades.csv",  # as issue 27 and docs/instructor.md type it
+    "python tools/grade.py submissions/ --csv grades.csv --timeout 120",  # as README.md types it
+])
+def test_the_documented_command_runs_as_typed(tmp_path, command):
+    (tmp_path / "tools").symlink_to(ROOT / "tools")  # the course's tools/, from a class folder
+    (tmp_path / "submissions").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "submissions" / "blank.ipynb")  # no lab: no kernel
+    argv = [sys.executable, *command.split()[1:]]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))
+    assert row["passed"] == "0" and row["reason"].startswith("unknown lab"), row
+
+
+def test_the_course_is_read_once_so_a_submission_cannot_change_it_for_the_next(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "loaderlab", root / "loaderlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "labs", root / "labs")
+    (root / "notebooks").mkdir()
+    for module in (ROOT / "notebooks").glob("*.py"):
+        shutil.copy(module, root / "notebooks" / module.name)
+    course = grade.Course(root)  # as grading starts
+    (root / "loaderlab" / "checks" / "loops.py").write_text("check_loop_to_loader = lambda *a: True\n")
+    (root / "notebooks" / "lesson03.py").write_text("# rewritten by a submission\n")
+    course.layout(tmp_path / "course")  # what the next submission runs with
+    copy = tmp_path / "course" / "package" / "loaderlab" / "checks" / "loops.py"
+    assert copy.read_bytes() == (ROOT / "loaderlab" / "checks" / "loops.py").read_bytes()
+    assert copy.stat().st_mode & 0o222 == 0  # read-only (root may still write: the checks get a newer copy)
+    lesson = tmp_path / "course" / "notebooks" / "lesson03.py"
+    assert lesson.read_bytes() == (ROOT / "notebooks" / "lesson03.py").read_bytes()
+    grade._set_writable(tmp_path / "course", True)  # so that pytest can remove it
 
 
 def test_every_lab_names_its_lab_in_its_metadata():

@@ -1,4 +1,6 @@
-"""docs/instructor.md: its schedules name notebooks and labs that exist, and their times add up.
+"""docs/instructor.md: its schedules name notebooks and labs that exist, and their times add up;
+every notebook slot has a card (objectives, teach live, skip or assign, lab, fast finishers); every
+schedule opens with install triage; the helper routine, timing failures and the survey are there.
 
 Text only: each "### Schedule · …" section states its length ("90 minutes", "3 hours") and has
 a table whose rows give a start (H:MM from the beginning) and a length in minutes.
@@ -67,3 +69,41 @@ def test_each_lab_slot_is_at_least_its_header_time(title):
             assert solve, f"{match.group(2)}'s header gives no 'about N min to solve'"
             assert minutes >= int(solve.group(1)), (
                 f"'{title}': Lab {match.group(1)} gets {minutes} min, its header says {solve.group(1)}")
+
+
+CARD = re.compile(r"^### Slot · Notebook (\d\d) \(", re.M)
+CARD_FIELDS = ("**Objectives:**", "**Teach live:**", "**Skip or assign:**", "**Lab:**", "**Fast finishers:**")
+NOTEBOOK_SLOT = re.compile(r"^Notebook (\d\d) · ")
+
+
+def cards() -> dict[str, str]:
+    """Return {notebook number: its slot card's text}."""
+    parts = CARD.split(GUIDE.read_text())
+    pairs = zip(parts[1::2], parts[2::2], strict=True)
+    return {number: re.split(r"^#{1,3} ", body, flags=re.M)[0] for number, body in pairs}
+
+
+@pytest.mark.parametrize("title", sorted(schedules()), ids=lambda t: t.split(" (")[0])
+def test_every_notebook_slot_has_a_card_with_objectives_teach_skip_lab_and_fast_finishers(title):
+    found = cards()
+    for _, _, what in schedules()[title][1]:
+        match = NOTEBOOK_SLOT.match(what)
+        if match:
+            card = found.get(match.group(1))
+            number = match.group(1)
+            assert card, f"'{title}': Notebook {number} has no '### Slot · Notebook {number}' card"
+            missing = [field for field in CARD_FIELDS if field not in card]
+            assert not missing, f"the card of notebook {match.group(1)} lacks {missing}"
+
+
+@pytest.mark.parametrize("title", sorted(schedules()), ids=lambda t: t.split(" (")[0])
+def test_every_schedule_starts_with_15_to_20_minutes_of_install_triage(title):
+    start, minutes, what = schedules()[title][1][0]
+    assert start == 0 and 15 <= minutes <= 20 and what.startswith("Install triage"), (start, minutes, what)
+
+
+def test_the_guide_has_triage_helpers_timing_failures_and_a_survey():
+    text = GUIDE.read_text()
+    for heading in ("## Install triage", "## Helpers and sticky notes",
+                    "## When a timing assertion fails on a busy laptop", "## The survey"):
+        assert re.search(rf"^{re.escape(heading)}", text, re.M), f"docs/instructor.md lacks '{heading}'"

@@ -10,7 +10,7 @@ import torch
 from course_code import snippet
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.memory import caption_rows
+from loaderlab.labs.memory import caption_rows
 
 
 def test_captions_keep_the_table_in_two_tensors_and_return_every_row():

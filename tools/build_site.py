@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,12 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "build" / "site-src"
 
 
+def plain(markdown: str) -> str:
+    """Return a heading's text as a title: no code marks, emphasis or link syntax."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)  # [text](url) -> text
+    text = re.sub(r"\*{1,2}([^*]+)\*{1,2}", r"\1", text)  # **bold**, *emphasis*
+    return text.replace("`", "").strip()
+
+
 def _title(path: Path) -> str:
     if path.suffix == ".ipynb":
         for cell in json.loads(path.read_text())["cells"]:
             if cell["cell_type"] == "markdown":
                 first = "".join(cell["source"]).strip().splitlines()[0]
-                return first.lstrip("# ").strip()
+                return plain(first.lstrip("# "))
+    for line in path.read_text().splitlines():
+        if line.startswith("# "):
+            return plain(line[2:])
     return path.stem.replace("_", " ")
 
 
@@ -44,7 +55,7 @@ def stage() -> list:
     docs = sorted((ROOT / "docs").glob("*.md")) if (ROOT / "docs").is_dir() else []
     if docs:
         (STAGE / "docs").mkdir()
-        for page in docs:
+        for page in [*docs, *sorted((ROOT / "docs").glob("*.css"))]:
             shutil.copy(page, STAGE / "docs" / page.name)
         nav.append({"Reference": [{_title(p): f"docs/{p.name}"} for p in docs]})
     return nav
@@ -57,7 +68,8 @@ def main(argv: list[str]) -> int:
     base = (ROOT / "mkdocs.yml").read_text()
     base = base.replace("docs_dir: build/site-src", f"docs_dir: {STAGE}").replace(
         "site_dir: site", f"site_dir: {site_dir}")
-    config.write_text(base + "nav: " + json.dumps(nav) + "\n")
+    hooks = json.dumps([str(ROOT / "tools" / "site_hooks.py")])
+    config.write_text(base + "hooks: " + hooks + "\nnav: " + json.dumps(nav) + "\n")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)],
                           cwd=ROOT, env=env).returncode

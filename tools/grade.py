@@ -1,45 +1,75 @@
-"""Grade submitted lab notebooks: ``python tools/grade.py SUBMISSION.ipynb... --csv PATH``.
+"""Grade submitted lab notebooks: ``python tools/grade.py SUBMISSIONS... --csv PATH``.
 
 The lab is the one named in the notebook's metadata (``"loaderlab": {"lab": "01"}``, written by
-``tools/make_labs.py``), whatever the file is called. Each submission runs in its own kernel, in a
-temporary copy of the course layout (``labs/`` beside ``notebooks/``, whose lesson modules the labs
-import), with one timeout for the whole submission, counted from the kernel's start. The student's
-cells run first, except those that only call a checker; then the lab's official check cells, taken
-from ``labs/`` with their checkers imported afresh, so deleting or editing a check cell cannot pass;
-then the lab's cells after its checks (a cleanup). Afterwards the kernel's
-process group is killed and no process it started is left. The CSV has the columns
-``submission,lab,passed,reason``; a folder argument means every ``*.ipynb`` in it. Exit status: 0
-when every submission was graded, 2 on a usage error, 130 when interrupted (the CSV holds those graded).
+``tools/make_labs.py``), whatever the file is called; ``--lab NN`` overrides it. A folder means
+every ``*.ipynb`` under it, in subfolders too (an LMS export puts each student in a folder).
+
+Each submission runs in its own kernel (the course's ``loaderlab`` kernel), in a temporary copy of
+the course layout (``labs/`` beside ``notebooks/``, and a copy of the ``loaderlab`` package that
+the kernel imports first). Everything copied comes from the files as they were when the grader
+started, so a submission that rewrites the course's files changes nothing for those graded after
+it. One timeout covers the whole submission, counted from the kernel's start. The student's
+cells run first, except those that only call a checker; then each of the lab's official checks,
+taken from ``labs/`` (deleting or editing a check cell changes nothing): the grader writes a new
+copy of the package that no student code has seen, and in one request that runs no IPython hook
+it restores what a student cell may have replaced (``print`` and the other builtins,
+``sys.stdout``, the import machinery, the IPython event hooks), drops every ``loaderlab`` module
+but the lab scaffolding (``loaderlab.labs``), imports the checker afresh from that copy and calls
+it. The verdict is the checker's return value, sent back signed in the kernel's reply to that
+request, not anything printed: a cell that replaces a checker, the checks package, ``print`` or
+a hook cannot turn a stub into a pass. Then the lab's cells after its checks (a cleanup), and
+the kernel's process group is killed: no process it started is left. (Code in the kernel can
+still defeat this on purpose, e.g. by replacing ``__import__`` or from inside the answer the
+checker calls: the grader closes the shortcuts, reading the answers closes the rest.)
+
+The CSV has the columns ``submission,lab,passed,reason,part1,part2`` (the parts: labs with two
+checks, 05 and 10; empty for the others). A notebook that cannot be read, a kernel that dies and
+a timeout are rows with their reason. Each submission's output is capped (``OUTPUT_CAP_BYTES``).
+Exit status: 0 when every submission was graded, 2 on a usage error (one sentence), 130 when
+interrupted (the CSV holds those graded).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import csv
+import hashlib
+import hmac
+import json
 import os
 import re
-import shutil
+import secrets
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from loaderlab.checks.report import FAIL, PASS, PENDING
-
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
+PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
 ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
 IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M)
+CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
+KERNEL = "loaderlab"
+USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]"
 
 
 class UsageError(Exception):
     """A bad command line: the message is the one sentence printed."""
+
+
+class Unreadable(Exception):
+    """A submission that is not a notebook: the message is its CSV reason."""
 
 
 @dataclass
@@ -48,20 +78,34 @@ class Result:
     lab: str
     passed: bool
     reason: str
+    parts: list[bool] = field(default_factory=list)  # one per check, for labs with two
+
+
+@dataclass
+class Check:
+    """One official check of a lab: ``check(args)`` from ``module``, as its check cell calls it."""
+
+    name: str
+    module: str
+    args: str
+    passed: bool = False
+    out: str = ""  # what the checker printed (its one line)
+    error: str | None = None  # the call itself failed (e.g. a name the answer never defined)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one sentence instead of argparse's usage + error
-        raise UsageError(f"{message} (usage: python tools/grade.py SUBMISSION.ipynb... --csv PATH [--timeout S])")
+        raise UsageError(f"{message} ({USAGE})")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """Return the parsed options; raise UsageError on a missing file, non-notebook or bad --timeout."""
+    """Return the parsed options; raise UsageError on a missing file, a bad --timeout or --lab."""
     parser = _Parser(prog="python tools/grade.py", description="Grade lab notebooks, each in its own "
                      "kernel with its lab's official checks (the lab from the notebook's metadata).")
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
-    parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason")
+    parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason,...")
     parser.add_argument("--timeout", default="120", help="seconds each submission may run (default 120)")
+    parser.add_argument("--lab", help="grade every submission as this lab (e.g. 03), whatever its metadata")
     args = parser.parse_args(list(argv))
     try:
         args.timeout = float(args.timeout)
@@ -69,11 +113,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--timeout must be a number of seconds, got {args.timeout!r}") from None
     if not 0 < args.timeout <= 24 * 3600:
         raise UsageError(f"--timeout must be > 0 and at most a day, got {args.timeout:g}")
+    if args.lab is not None and official_lab(args.lab) is None:
+        raise UsageError(f"--lab {args.lab}: no such lab (two digits, one of "
+                         f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})")
     paths: list[Path] = []
     for name in args.submissions:
         path = Path(name)
         if path.is_dir():
-            found = sorted(path.glob("*.ipynb"))
+            found = sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
             if not found:
                 raise UsageError(f"{name}: the folder holds no .ipynb file")
             paths += found
@@ -81,8 +128,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             raise UsageError(f"{name}: no such file")
         else:
             paths.append(path)
-    for path in paths:
-        _read(path)
     folder = Path(args.csv).resolve().parent
     if Path(args.csv).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
         raise UsageError(f"--csv {args.csv}: not a file in an existing, writable folder")
@@ -95,9 +140,9 @@ def _read(path: Path):
 
     try:
         return nbformat.read(path, as_version=4)
-    except Exception as exc:  # JSON or schema error: a usage error, named in one sentence
+    except Exception as exc:  # JSON or schema error, unreadable file: the submission's row says which
         summary = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"{path}: not a Jupyter notebook ({summary})") from None
+        raise Unreadable(f"not a Jupyter notebook ({summary})") from None
 
 
 def official_lab(lab: str) -> Path | None:
@@ -108,45 +153,64 @@ def official_lab(lab: str) -> Path | None:
     return found[0] if found else None
 
 
-def _layout(work: Path) -> Path:
-    """Copy the course layout the labs expect into ``work``; return the labs folder."""
-    (work / "labs").mkdir()
-    (work / "notebooks").mkdir()
-    for module in (ROOT / "notebooks").glob("*.py"):
-        shutil.copy2(module, work / "notebooks" / module.name)
-    return work / "labs"
+class Course:
+    """The course files a submission may depend on, read once when grading starts: the package
+    (``loaderlab/**/*.py``), the lesson modules (``notebooks/*.py``) and the official labs."""
+
+    def __init__(self, root: Path = ROOT) -> None:
+        self.package = {p.relative_to(root).as_posix(): p.read_bytes()
+                        for p in sorted((root / "loaderlab").rglob("*.py"))}
+        self.lessons = {p.name: p.read_bytes() for p in sorted((root / "notebooks").glob("*.py"))}
+        self.labs = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "labs").glob("*.ipynb"))}
+
+    def write_package(self, folder: Path, read_only: bool = True) -> Path:
+        """Write the package under ``folder`` (read-only unless told); return ``folder``."""
+        for name, data in self.package.items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if read_only:
+            _set_writable(folder, False)
+        return folder
+
+    def layout(self, work: Path) -> Path:
+        """Write the course layout the labs expect into ``work``; return the labs folder."""
+        (work / "labs").mkdir(parents=True)
+        (work / "notebooks").mkdir()
+        for name, data in self.lessons.items():
+            (work / "notebooks" / name).write_bytes(data)
+        self.write_package(work / "package")
+        return work / "labs"
 
 
-def _text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+def _set_writable(folder: Path, writable: bool) -> None:
+    for path in sorted(folder.rglob("*"), reverse=not writable) + [folder]:
+        mode = path.stat().st_mode
+        if writable:
+            path.chmod(mode | stat.S_IWUSR)
+        else:
+            path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _error(cell):
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
-def _verdict(cell) -> tuple[str, str]:
-    """Return (mark, sentence) of the verdict a check cell printed last, or ("", "")."""
-    for line in reversed(_text(cell).splitlines()):  # the checker prints after the student's code
-        for mark in (FAIL, PENDING, PASS):
-            if line.startswith(mark):
-                return mark, line[len(mark):].strip()
-    return "", ""
-
-
 def _kernel_name() -> str:
+    """Return the course kernel's name; raise UsageError when it is not registered."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
-        KernelSpecManager().get_kernel_spec("loaderlab")
-        return "loaderlab"
-    except NoSuchKernel:  # not registered (no `make setup`): this Python's own kernel
-        return "python3"
+        KernelSpecManager().get_kernel_spec(KERNEL)
+    except NoSuchKernel:
+        raise UsageError(f"the course's Jupyter kernel {KERNEL!r} is not registered: run `make setup` "
+                         f"in the course folder (it registers it), then grade again") from None
+    return KERNEL
 
 
 def _kill(pgid: int, tracked: list) -> None:
-    """SIGKILL the kernel's process group (the kernel still alive, so the group is surely its) and
-    every process it was seen to start, in case one left the group; wait until they are gone."""
+    """SIGKILL the kernel's process group and every process it was seen to start, in case one left
+    the group; wait until they are gone."""
     import psutil
 
     with contextlib.suppress(OSError, AttributeError):  # no process groups on Windows: `tracked` only
@@ -157,71 +221,275 @@ def _kill(pgid: int, tracked: list) -> None:
     psutil.wait_procs(tracked, timeout=5)
 
 
-def _cells(path: Path, lab_file: Path) -> list:
-    """Return the cells to run: the student's (checker calls and the lab's closing cells left out),
-    the lab's checkers imported afresh, its check cells, then its closing cells (e.g. a cleanup of
-    the files the checks read)."""
+def lab_checks(lab_text: str) -> tuple[list, list[Check], list[str]]:
+    """Return the official lab's code cells, its checks (in order) and its closing cells' sources."""
     import nbformat
 
-    new = nbformat.v4.new_code_cell
-    official = [c for c in nbformat.read(lab_file, as_version=4).cells if c.cell_type == "code"]
-    last = max((i for i, c in enumerate(official) if CHECK_CALL.search(c.source)), default=len(official))
-    closing = [c.source for c in official[last + 1:]]
+    official = [c for c in nbformat.reads(lab_text, as_version=4).cells if c.cell_type == "code"]
+    modules = {}
+    for match in (m for c in official for m in CHECK_IMPORT.finditer(c.source)):
+        for name in (match.group(2) or match.group(3)).split(","):
+            if name.split("#")[0].strip():
+                modules[name.split("#")[0].strip()] = match.group(1)
+    checks, last = [], -1
+    for index, cell in enumerate(official):
+        for line in cell.source.splitlines():
+            found = CHECK_LINE.match(line)
+            if found and found.group(2) in modules:
+                checks.append(Check(found.group(2), modules[found.group(2)], found.group(3)))
+                last = index
+    closing = [c.source for c in official[last + 1:]] if checks else []
+    return official, checks, closing
+
+
+def _student_cells(nb, closing: list[str]) -> list:
+    """Return the submission's code cells to run (checker calls and the lab's closing cells left
+    out), each with its number as the student counts cells."""
+    import nbformat
+
+    skip = {c.strip() for c in closing}
     cells = []
-    for number, cell in enumerate(_read(path).cells, 1):  # cell numbers as the student counts them
+    for number, cell in enumerate(nb.cells, 1):
         lines = cell.source.splitlines()
-        if cell.cell_type == "code" and cell.source.strip() not in {c.strip() for c in closing} and not (
+        if cell.cell_type == "code" and cell.source.strip() not in skip and not (
                 CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines))):
-            cells.append(new(cell.source, metadata={"student_cell": number}))
-    cells.append(new("\n".join(m.group(0) for c in official for m in IMPORTS.finditer(c.source))))
-    cells += [new(c.source, metadata={"check": True}) for c in official if CHECK_CALL.search(c.source)]
-    return cells + [new(source) for source in closing]
+            cells.append(nbformat.v4.new_code_cell(cell.source, metadata={"student_cell": number}))
+    return cells
 
 
-def run_submission(path: Path, lab_file: Path, timeout: float) -> str:
-    """Run ``path`` then the official checks of ``lab_file`` in a fresh kernel; return '' or why it failed."""
+# Run silently (no IPython hook, no history) before the student's first cell: what a student cell
+# may replace, kept where the checks find it again.
+PRELUDE = """
+def _loaderlab_keep():
+    import builtins, sys, types
+    from IPython import get_ipython
+    shell = get_ipython()
+    kept = types.ModuleType({name!r})
+    kept.state = dict(
+        shell=shell, builtins=dict(vars(builtins)), stdout=sys.stdout, stderr=sys.stderr,
+        displayhook=sys.displayhook, excepthook=sys.excepthook, meta_path=list(sys.meta_path),
+        path_hooks=list(sys.path_hooks), events={{k: list(v) for k, v in shell.events.callbacks.items()}},
+        user_expressions=type(shell).user_expressions, formatter=shell.display_formatter)
+    sys.modules[{name!r}] = kept
+_loaderlab_keep()
+del _loaderlab_keep
+"""
+
+# The check: defined silently, called as the request's user expression (after every hook would
+# have run); the verdict comes back in the reply, signed with a key only this source holds.
+CHECK = """
+def {function}():
+    import builtins, contextlib, hashlib, hmac, importlib, io, json, sys
+    state = sys.modules[{kept!r}].state
+    shell = state["shell"]
+    for event, callbacks in shell.events.callbacks.items():
+        callbacks[:] = state["events"].get(event, [])
+    vars(builtins).update(state["builtins"])
+    sys.stdout, sys.stderr = state["stdout"], state["stderr"]
+    sys.displayhook, sys.excepthook = state["displayhook"], state["excepthook"]
+    sys.meta_path[:], sys.path_hooks[:] = state["meta_path"], state["path_hooks"]
+    sys.path_importer_cache.clear()
+    vars(shell).pop("user_expressions", None)
+    type(shell).user_expressions = state["user_expressions"]
+    shell.display_formatter = state["formatter"]
+    sys.path.insert(0, {package!r})
+    for name in [n for n in sys.modules if n.split(".")[0] == "loaderlab"]:
+        if name.split(".")[:2] != ["loaderlab", "labs"]:
+            del sys.modules[name]
+    importlib.invalidate_caches()
+    out, passed, error = io.StringIO(), False, None
+    try:
+        module = importlib.import_module({module!r})
+        if not str(module.__file__).startswith({package!r}):
+            raise ImportError("the checker was not loaded from the grader's copy")
+        check = getattr(module, {check!r})
+        args, kwargs = eval("(lambda *a, **k: (a, k))(" + {args!r} + ")", shell.user_ns)
+        with contextlib.redirect_stdout(out):
+            passed = check(*args, **kwargs) is True
+    except Exception as exc:
+        error = type(exc).__name__ + ": " + " ".join(str(exc).split())[:200]
+    finally:
+        sys.stdout = state["stdout"]
+    text = json.dumps(dict(passed=passed, out=out.getvalue()[-4000:], error=error))
+    return text + "|" + hmac.new({key!r}.encode(), text.encode(), hashlib.sha256).hexdigest()
+"""
+
+
+class _CappedClient:
+    """Make a NotebookClient whose outputs stop being kept after ``OUTPUT_CAP_BYTES``."""
+
+    @staticmethod
+    def make(nb, **kwargs):
+        from nbclient import NotebookClient
+
+        class Capped(NotebookClient):
+            printed = 0
+            capped = False
+
+            def output(self, outs, msg, display_id, cell_index):
+                self.printed += len(json.dumps(msg.get("content", {})))
+                if self.printed > OUTPUT_CAP_BYTES:
+                    self.capped = True
+                    return None
+                return super().output(outs, msg, display_id, cell_index)
+
+        return Capped(nb, **kwargs)
+
+
+class _KernelDied(Exception):
+    pass
+
+
+class _Overtime(Exception):
+    pass
+
+
+def _silent(client, code: str, expression: str | None, deadline: float) -> dict:
+    """Run ``code`` silently in the kernel (no IPython hook, no history); return the reply's content
+    (with ``expression`` evaluated as its user expression)."""
+    from queue import Empty
+
+    from nbclient.util import ensure_async, run_sync
+
+    async def request() -> dict:
+        kc = client.kc
+        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False,
+                            user_expressions={"verdict": expression} if expression else {})
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Overtime
+            try:
+                reply = await ensure_async(kc.get_shell_msg(timeout=min(1.0, remaining)))
+            except Empty:
+                if not await ensure_async(client.km.is_alive()):
+                    raise _KernelDied from None
+                continue
+            finally:  # what the request printed is not needed, and must not pile up
+                with contextlib.suppress(Empty):
+                    while True:
+                        await ensure_async(kc.get_iopub_msg(timeout=0))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"]
+
+    return run_sync(request)()
+
+
+def _verdict(content: dict, key: str, check: Check) -> None:
+    """Fill ``check`` from the reply to its request; a reply not signed with ``key`` is a failure."""
+    data = content.get("user_expressions", {}).get("verdict", {})
+    if content.get("status") != "ok" or data.get("status") != "ok":
+        failed = content if content.get("status") != "ok" else data
+        check.error = f"{failed.get('ename', 'Error')}: {failed.get('evalue', '')}"
+        return
+    try:
+        text, signature = ast.literal_eval(data["data"]["text/plain"]).rsplit("|", 1)
+    except (ValueError, SyntaxError, KeyError, TypeError):
+        check.error = "the check sent back no verdict"
+        return
+    if not hmac.compare_digest(signature, hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()):
+        check.error = "the check's verdict was not the checker's"
+        return
+    verdict = json.loads(text)
+    check.passed, check.out, check.error = bool(verdict["passed"]), verdict["out"], verdict["error"]
+
+
+def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[str, list[Check]]:
+    """Run the notebook ``nb`` then the official checks of ``lab_name`` in a fresh kernel; return
+    '' or why it failed, and the checks with their verdicts."""
     import nbformat
     import psutil
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-    cells = _cells(path, lab_file)
-    with tempfile.TemporaryDirectory(prefix="loaderlab-grade-") as tmp:
-        client = NotebookClient(nbformat.v4.new_notebook(cells=cells), kernel_name=_kernel_name(),
-                                allow_errors=True, shutdown_kernel="immediate", record_timing=False,
-                                resources={"metadata": {"path": str(_layout(Path(tmp)))}})
-        cell, env = cells[0], {**os.environ, "MPLBACKEND": "agg", "PYTHONUNBUFFERED": "1"}
-        try:
-            with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):  # not the kernel's log lines
-                kernel, tracked = psutil.Process(client.km.provisioner.process.pid), []
-                deadline = time.monotonic() + timeout  # from a started kernel: a busy grader's slow start is not the student's
-                try:
-                    for index, cell in enumerate(cells):
-                        client.timeout = max(1, int(deadline - time.monotonic() + 0.999))
-                        try:
-                            client.execute_cell(cell, index)
-                        finally:
-                            tracked += [p for p in kernel.children(recursive=True) if p not in tracked]
-                        if time.monotonic() > deadline:
-                            raise CellTimeoutError("deadline")
-                finally:
-                    _kill(kernel.pid, tracked)  # the kernel leads its own process group
-        except CellTimeoutError:
-            number = cell.metadata.get("student_cell")
-            where = f"cell {number}" if number else f"the lab's check {cell.source.strip()[:60]}"
-            return f"timeout: still running after {timeout:g} s, in {where}"
-        except DeadKernelError:
-            return "the kernel died (out of memory, or a crash in native code) while running the notebook"
-        except RuntimeError as exc:  # the kernel did not start
-            return f"could not start a kernel: {' '.join(str(exc).split())[:120]}"
-    return _reason(cells)
+    official, checks, closing = lab_checks(course.labs[lab_name])
+    cells = _student_cells(nb, closing)
+    imports = [m.group(0) for c in official for m in IMPORTS.finditer(c.source)]
+    finish = [nbformat.v4.new_code_cell("\n".join(line for line in imports if ".checks" not in line))]
+    finish += [nbformat.v4.new_code_cell(source) for source in closing]
+    kept, key = f"_loaderlab_grader_{secrets.token_hex(8)}", secrets.token_hex(32)
+    tmp = Path(tempfile.mkdtemp(prefix="loaderlab-grade-"))
+    client, where = None, "before the first cell"
+    try:
+        work = course.layout(tmp / "course")
+        client = _CappedClient.make(nbformat.v4.new_notebook(cells=cells + finish),
+                                    kernel_name=_kernel_name(), allow_errors=True,
+                                    shutdown_kernel="immediate", record_timing=False,
+                                    resources={"metadata": {"path": str(work)}})
+        path = os.pathsep.join(filter(None, [str(tmp / "course" / "package"), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "MPLBACKEND": "agg", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):  # not the kernel's log lines
+            kernel, tracked = psutil.Process(client.km.provisioner.process.pid), []
+            deadline = time.monotonic() + timeout  # from a started kernel: a slow start is not the student's
+            try:
+                _silent(client, PRELUDE.format(name=kept), None, deadline)
+                for index, cell in enumerate(cells):
+                    where = f"in cell {cell.metadata['student_cell']}"
+                    _run_cell(client, cell, index, deadline, kernel, tracked)
+                for check in checks:
+                    where = f"in the lab's check {check.name}"
+                    package = str(course.write_package(tmp / f"checks-{secrets.token_hex(8)}"))
+                    function = f"_loaderlab_check_{secrets.token_hex(8)}"
+                    code = CHECK.format(function=function, kept=kept, package=package, module=check.module,
+                                        check=check.name, args=check.args, key=key)
+                    _verdict(_silent(client, code, f"{function}()", deadline), key, check)
+                    _track(kernel, tracked)
+                for index, cell in enumerate(finish, len(cells)):
+                    where = "in the lab's closing cells"
+                    _run_cell(client, cell, index, deadline, kernel, tracked)
+            finally:
+                _kill(kernel.pid, tracked)  # the kernel leads its own process group
+    except (CellTimeoutError, _Overtime):
+        return f"timeout: still running after {timeout:g} s, {where}", checks
+    except (DeadKernelError, _KernelDied):
+        return (f"the kernel died {where}: the code ended its own process (os._exit, a signal), ran out "
+                f"of memory or crashed in native code; nothing after it ran"), checks
+    except RuntimeError as exc:  # the kernel did not start
+        return f"could not start a kernel: {' '.join(str(exc).split())[:120]}", checks
+    finally:
+        with contextlib.suppress(OSError):
+            _set_writable(tmp, True)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    reason = _reason(cells, checks)
+    if reason and client is not None and client.capped:
+        reason += f" (output beyond {OUTPUT_CAP_BYTES // 1_000_000} MB was not kept)"
+    return reason, checks
 
 
-def _reason(cells: list) -> str:
+def _track(kernel, tracked: list) -> None:
+    import psutil
+
+    with contextlib.suppress(psutil.Error):  # a kernel that died has no children to list
+        tracked += [p for p in kernel.children(recursive=True) if p not in tracked]
+
+
+def _run_cell(client, cell, index: int, deadline: float, kernel, tracked: list) -> None:
+    from nbclient.exceptions import CellTimeoutError
+
+    client.timeout = max(1, int(deadline - time.monotonic() + 0.999))
+    try:
+        client.execute_cell(cell, index)
+    finally:
+        _track(kernel, tracked)
+    if time.monotonic() > deadline:
+        raise CellTimeoutError("deadline")
+
+
+def _line(check: Check) -> tuple[str, str]:
+    """Return (mark, sentence) of the last verdict line the checker printed, or ("", "")."""
+    for line in reversed(check.out.splitlines()):
+        for mark in (FAIL, PENDING, PASS):
+            if line.startswith(mark):
+                return mark, line[len(mark):].strip()
+    return "", ""
+
+
+def _reason(cells: list, checks: list[Check]) -> str:
     """Return '' when every official check passed, else the first reason it did not."""
-    errors = [(c.metadata.student_cell, e) for c in cells if c.metadata.get("student_cell") and (e := _error(c))]
-    checks = [(c, *_verdict(c), _error(c)) for c in cells if c.metadata.get("check")]
-    if checks and all(mark == PASS and err is None for _, mark, _, err in checks):
+    errors = [(c.metadata.student_cell, e) for c in cells if (e := _error(c))]
+    if checks and all(c.passed for c in checks):
         return ""
     if errors and errors[0][1]["ename"] in SYNTAX:
         (number, err) = errors[0]
@@ -229,35 +497,45 @@ def _reason(cells: list) -> str:
         return f"syntax error in cell {number}: {err['ename']}: {message}"
     if not checks:
         return "the lab has no check cell to run"
-    for cell, mark, sentence, err in checks:
-        name = CHECK_CALL.search(cell.source).group(0).rstrip("( ")
-        if mark == PENDING or (err and err["ename"] == "NotImplementedError"):
-            return f"unfinished stub: {name} says {sentence or 'not attempted yet'}"
+    for check in checks:
+        if check.passed:
+            continue
+        mark, sentence = _line(check)
+        if mark == PENDING and sentence.startswith("not checkable here"):
+            return f"{check.name}: {sentence} (grade on a machine that can run it)"
+        if mark == PENDING or (check.error or "").startswith("NotImplementedError"):
+            return f"unfinished stub: {check.name} says {sentence or 'not attempted yet'}"
         if mark == FAIL:
-            return f"{name}: {sentence}"
-        if err is not None:
+            return f"{check.name}: {sentence}"
+        if check.error is not None:
             if errors:  # the student's first error explains the check's better than the check's own
                 number, first = errors[0]
                 if first["ename"] == "NotImplementedError":
                     return f"unfinished stub: cell {number} raises NotImplementedError"
                 return f"cell {number} raised {first['ename']}: {' '.join(first['evalue'].split())[:200]}"
-            return f"{name} could not run: {err['ename']}: {' '.join(err['evalue'].split())[:200]}"
-        if mark != PASS:
-            return f"{name} printed no verdict (was the checker replaced?)"
+            return f"{check.name} could not run: {check.error}"
+        return f"{check.name} gave no verdict"
     return ""
 
 
-def grade(path: Path, timeout: float) -> Result:
-    """Return the grade of one submission."""
-    meta = _read(path).metadata.get("loaderlab")
-    lab = str(meta.get("lab", "")) if isinstance(meta, dict) else ""
+def grade(path: Path, timeout: float, course: Course, lab: str | None = None) -> Result:
+    """Return the grade of one submission (``lab``: grade it as that lab, whatever its metadata)."""
+    try:
+        nb = _read(path)
+    except Unreadable as exc:
+        return Result(str(path), lab or "", False, str(exc))
+    if lab is None:
+        meta = nb.metadata.get("loaderlab")
+        lab = str(meta.get("lab", "")) if isinstance(meta, dict) else ""
     if not lab:
-        return Result(str(path), "", False, "unknown lab: no loaderlab metadata (was the notebook made from labs/?)")
+        return Result(str(path), "", False, "unknown lab: no loaderlab metadata (was the notebook made "
+                      "from labs/? grade it with --lab NN)")
     lab_file = official_lab(lab)
-    if lab_file is None:
+    if lab_file is None or lab_file.name not in course.labs:
         return Result(str(path), lab, False, f"unknown lab {lab!r}: no labs/{lab}_*.ipynb in this course")
-    reason = run_submission(path, lab_file, timeout)
-    return Result(str(path), lab, not reason, " ".join(reason.split()))
+    reason, checks = run_submission(nb, lab_file.name, course, timeout)
+    parts = [c.passed for c in checks] if len(checks) > 1 else []
+    return Result(str(path), lab, not reason, " ".join(reason.split()), parts)
 
 
 def summary(results: list[Result]) -> str:
@@ -270,18 +548,21 @@ def summary(results: list[Result]) -> str:
     return "\n".join(f"{a:<5} {b:>11} {c:>7} {d:>7}" for a, b, c, d in rows)
 
 
-def main(argv: Sequence[str]) -> int:
-    """Grade the submissions named in ``argv``; write the CSV; return the exit status."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Grade the submissions named in ``argv`` (default: the command line); write the CSV; return
+    the exit status."""
     try:
-        args = parse_args(argv)
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        _kernel_name()
     except UsageError as exc:
         print(f"tools/grade.py: {exc}", file=sys.stderr)
         return 2
+    course = Course()
     results, status = [], 0
     for path in args.paths:
         start = time.monotonic()
         try:
-            result = grade(path, args.timeout)
+            result = grade(path, args.timeout, course, args.lab)
         except KeyboardInterrupt:  # Ctrl-C: its kernel is gone already; keep the grades so far
             print(f"interrupted at {path}: {len(results)} of {len(args.paths)} graded", file=sys.stderr)
             status = 130
@@ -293,8 +574,10 @@ def main(argv: Sequence[str]) -> int:
         print(f"{path} (lab {result.lab or '?'}, {time.monotonic() - start:.1f} s): {verdict}", flush=True)
     with open(args.csv, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
-        writer.writerow(["submission", "lab", "passed", "reason"])
-        writer.writerows([r.submission, r.lab, int(r.passed), r.reason] for r in results)
+        writer.writerow(["submission", "lab", "passed", "reason", "part1", "part2"])
+        for r in results:
+            parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
+            writer.writerow([r.submission, r.lab, int(r.passed), r.reason, *parts])
     print(summary(results))
     print(f"grades written to {args.csv}")
     return status

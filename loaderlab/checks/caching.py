@@ -48,6 +48,21 @@ def _compare(batches: list[Any], expected: list[Any], batch_size: int) -> None:
     raise Wrong(f"batch {k} is not the starting loader's batch {k}: {why}. {HINT}")
 
 
+def why_slow(loader: DataLoader) -> str:
+    """Return the end of the sentence that says why ``loader``'s later epochs are still slow,
+    true for its workers: none, started every epoch, or persistent."""
+    if not loader.num_workers:
+        return ": every epoch still decodes the files — decode each image once and keep the tensors"
+    if loader.persistent_workers:
+        return (f". Your loader's {loader.num_workers} persistent worker(s) keep their caches between "
+                f"epochs, but each fills its own copy and every batch still travels from a worker to "
+                f"the main process through a queue: fill the cache in the main process and read memory "
+                f"with num_workers=0")
+    return (f". Your loader starts {loader.num_workers} worker(s) every epoch, and a cache filled inside "
+            f"forked workers is thrown away with them: fill it in the main process and read memory "
+            f"with num_workers=0")
+
+
 @checker
 def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: DataLoader) -> str:
     """Return a confirmation if ``tune(slow_loader)`` yields the same batches and, from its second
@@ -76,11 +91,7 @@ def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: D
         stop_workers(getattr(tuned, "_iterator", None))
     speedup = base_s / min(times)
     if speedup < MIN_SPEEDUP:
-        why = (f". Your loader starts {tuned.num_workers} worker(s) every epoch, and a cache filled inside "
-               f"forked workers is thrown away with them: fill it in the main process and read memory "
-               f"with num_workers=0" if tuned.num_workers else
-               ": every epoch still decodes the files — decode each image once and keep the tensors")
         raise Wrong(f"same batches, but later epochs are only {speedup:.1f}x as fast as the starting "
-                    f"loader's; the goal is {MIN_SPEEDUP:.0f}x{why}. {HINT}")
+                    f"loader's; the goal is {MIN_SPEEDUP:.0f}x{why_slow(tuned)}. {HINT}")
     return (f"same batches as the starting loader, and from the second epoch on at least "
             f"{MIN_SPEEDUP:.0f}x as fast")

@@ -13,11 +13,11 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader
 
-from loaderlab.checks.loops import collect_batches
 from loaderlab.checks.report import Wrong, checker
 from loaderlab.collate import padding_waste
 from loaderlab.data import make_token_sequences
 from loaderlab.env import can_fork
+from loaderlab.measure import collect_batches
 
 PAD_HINT = "Hint: notebook 05, section 2 '`pad_collate`: padded ids, an attention mask, labels'."
 BUCKET_HINT = "Hint: notebook 05, section 4 'Padding waste, and length bucketing'."

@@ -8,16 +8,15 @@ sizes, then with the loader rebuilt with 2 workers (forked when the Dataset live
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Sampler
 
 from loaderlab._validate import require_positive
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.env import can_fork, start_method
+from loaderlab.env import worker_start_method
 from loaderlab.loaders import rebuild, same_batch
-from loaderlab.measure import timed_pass
+from loaderlab.measure import collect_batches
 
 HINT = "Hint: notebook 01, section 3 'The same batches from a DataLoader'."
 N_SAMPLES = 50
@@ -69,12 +68,6 @@ def manual_batches(
         raise ValueError(f"features has {len(features)} rows but labels has {len(labels)}")
     chunks = [list(order[start : start + batch_size]) for start in range(0, len(order), batch_size)]
     return [(torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])) for chunk in chunks]
-
-
-def collect_batches(loader: DataLoader) -> list[Any]:
-    """Return all batches of one pass over ``loader``; its workers are stopped after, also when
-    the pass raises or they persist."""
-    return timed_pass(loader, keep=True, close=True).values
 
 
 def _diagnose(loader: DataLoader, expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,
@@ -153,12 +146,3 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
               "With batch_size=8 and num_workers=2,")
     return (f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
             f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers")
-
-
-def worker_start_method(dataset: Any) -> str | None:
-    """Return the start method to check workers with: this session's own, or ``fork`` when the
-    Dataset's class lives in ``__main__`` (a notebook cell), which workers started by spawn or
-    forkserver cannot import; None when such a class cannot be forked here (Windows)."""
-    if type(dataset).__module__ != "__main__" or start_method() == "fork":
-        return start_method()
-    return "fork" if can_fork() else None

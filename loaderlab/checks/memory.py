@@ -8,8 +8,6 @@ every worker that reads them, one shared buffer is not.
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,46 +17,14 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab._validate import require_positive
-from loaderlab.checks.report import Wrong, checker
+from loaderlab.checks.report import NotCheckable, Wrong, checker
 from loaderlab.env import can_fork
+from loaderlab.labs.memory import N_ROWS, caption_rows, list_bytes
 from loaderlab.measure import WorkerMemorySampler
 from loaderlab.units import MB
 
-N_ROWS = 300_000  # ~40 MB of str objects: a broken layout grows each worker by about that much
 GROWTH_LIMIT = 0.10  # a fix may grow a worker by at most 10 % of the list's size
 HINT = "Hint: notebook 06, section 'Fixes that keep the table shared'"
-
-_WORDS = (
-    "a", "red", "bus", "on", "the", "street", "two", "dogs", "play", "in", "snow", "café",
-    "naïve", "Zürich", "São Paulo", "東京", "crème brûlée", "near", "river", "at", "night",
-)
-
-
-def caption_rows(n_rows: int = N_ROWS, seed: int = 0) -> list[str]:
-    """Return ``n_rows`` distinct caption strings of 20-160 characters, some non-ASCII, some ending
-    in a space (so truncating, padding, stripping or mis-encoding a row is caught)."""
-    require_positive(n_rows, "n_rows")
-    return list(_rows(n_rows, seed))  # a new list each call: a candidate may change its list
-
-
-@functools.lru_cache(maxsize=2)
-def _rows(n_rows: int, seed: int) -> tuple[str, ...]:
-    rng = np.random.default_rng(seed)
-    counts = rng.integers(3, 25, size=n_rows).tolist()
-    words = [_WORDS[j] for j in rng.integers(0, len(_WORDS), size=sum(counts)).tolist()]
-    ends = [" " if space else "" for space in (rng.random(n_rows) < 0.1).tolist()]
-    rows, start = [], 0
-    for i, count in enumerate(counts):
-        rows.append(f"{i:07d} " + " ".join(words[start:start + count]) + ends[i])
-        start += count
-    return tuple(rows)
-
-
-def list_bytes(rows: list[str]) -> int:
-    """Return the bytes a list of str occupies: its pointer array plus every str object."""
-    if not isinstance(rows, list) or not rows:
-        raise TypeError("rows must be a non-empty list")
-    return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)
 
 
 @dataclass
@@ -137,8 +103,10 @@ def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROW
     # With fork the workers' items are all compared below; first a quick look at a spread of rows.
     indices = range(len(rows)) if not fork else sorted({*range(1000), *range(0, len(rows), 101)})
     _check_rows(lambda i: dataset[i], indices, rows, "")
-    if not fork:
-        return f"all {len(rows):,} rows returned exactly (memory not measured: this platform has no fork)"
+    if not fork:  # the rows are right, but what the lab is about cannot be measured: not a pass
+        raise NotCheckable(f"no fork (all {len(rows):,} rows returned exactly, but whether forked "
+                           "workers share the table can only be measured where fork exists: Linux "
+                           "or macOS, or WSL on Windows)")
     size_mb = list_bytes(rows) / MB
     measured = worker_growth(dataset)
     _check_rows(measured.items.__getitem__, range(len(rows)), rows, " read in a worker")

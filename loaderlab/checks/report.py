@@ -26,6 +26,11 @@ class Wrong(Exception):
     """Raised inside a checker body: the message is the one sentence (plus hint) shown to the student."""
 
 
+class NotCheckable(Exception):
+    """Raised inside a checker body when this machine cannot judge the answer (e.g. no fork): the
+    checker prints ``⏳ not checkable here: <message>`` and returns False, never ✅."""
+
+
 class _OneLineError(Exception):
     """An error about how a checker was called; Jupyter shows ``_render_traceback_``, one line."""
 
@@ -83,7 +88,8 @@ def _is_stub(exc: BaseException) -> bool:  # from a worker the stub's error may 
 
 def checker(body: Callable[..., str]) -> Callable[..., bool]:
     """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line: ``Wrong``
-    is the sentence shown, another error the candidate's, ``NotImplementedError`` the stub. Called
+    is the sentence shown, ``NotCheckable`` what this machine cannot judge (⏳), another error the
+    candidate's, ``NotImplementedError`` the stub. Called
     with nonsense, it raises ``CheckerTypeError`` / ``CheckerValueError`` naming the argument."""
 
     @functools.wraps(body)
@@ -95,8 +101,10 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
         try:
             confirmation = body(candidate, *args, **kwargs)
         except Exception as exc:
-            line = (f"{FAIL} {exc}" if isinstance(exc, Wrong) else f"{PENDING} not attempted yet"
-                    if _is_stub(exc) else f"{FAIL} your code raised {one_line(exc)}")
+            line = (f"{FAIL} {exc}" if isinstance(exc, Wrong) else
+                    f"{PENDING} not checkable here: {exc}" if isinstance(exc, NotCheckable) else
+                    f"{PENDING} not attempted yet" if _is_stub(exc) else
+                    f"{FAIL} your code raised {one_line(exc)}")
             del exc
             gc.collect()  # a failed loader keeps its workers until the traceback's iterator is collected
             print(line)

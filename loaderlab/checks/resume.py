@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
-from loaderlab.checks.loops import worker_start_method
 from loaderlab.checks.report import Wrong, bounded, checker, compare, epoch, first_diff, one_line
+from loaderlab.env import worker_start_method
 from loaderlab.loaders import same_batch, stop_workers
 
 HINT = "Hint: notebook 13, sections 2 and 4"
@@ -84,7 +84,7 @@ def _without_workers(make_dataset: Callable[[int], Any]) -> tuple[Dataset, list[
                     "noise (a new draw on every read), and that randomness is what must resume. " + HINT)
     if first_diff(epoch(_loader(make_dataset, 0, None)), epoch(_loader(make_dataset, 0, None))) is not None:
         raise Wrong("two uninterrupted epochs over make_dataset(seed) gave different noise: draw it from a "
-                    "torch.Generator the dataset holds, seeded with seed (torch's global RNG is not in "
+                    "torch.Generator the dataset builds from its seed (torch's global RNG is not in "
                     f"your state_dict). {HINT}")
     return dataset, _resumed_epochs_agree(make_dataset, 0, None)
 

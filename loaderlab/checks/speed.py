@@ -1,9 +1,13 @@
 """Checker for lab 03: the lab's slow loader (a 40 ms sleep per sample, ``batch_size=8``, a fixed
 ``sampler``, no workers) made >= 4x faster by ``tune(loader)``, batches unchanged: whole passes (worker
-start-up included, best of 2) are compared; waiting is sleep, so CPU load barely moves the ratio."""
+start-up included, best of 2) are compared; waiting is sleep, so CPU load barely moves the ratio.
+The answer is judged, not the setup: the starting dataset's attributes must be as they were (an
+answer that sets its ``latency_s`` to 0 fails), and the starting loader is timed again after the
+answer ran (one that makes waiting itself faster, e.g. by replacing ``time.sleep``, gains nothing)."""
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +16,7 @@ from typing import Any
 from torch.utils.data import DataLoader
 
 from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare, starting_loader
-from loaderlab.loaders import batch_size_of, stop_workers
+from loaderlab.loaders import batch_size_of, same_batch, stop_workers
 from loaderlab.measure import throughput, timed_pass
 
 HINT = ("Hint: notebook 03, sections 2 'How many workers?' and 5 (persistent_workers), or "
@@ -46,6 +50,29 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, b
                              f"its sampler (shuffle=True draws a new order). {HINT}")
 
 
+def _attributes(dataset: Any) -> dict[str, Any]:
+    """Return a copy of ``dataset``'s attributes, to tell later whether an answer changed them."""
+    return copy.deepcopy(getattr(dataset, "__dict__", {}))
+
+
+def _require_unchanged(dataset: Any, before: dict[str, Any]) -> None:
+    """Raise Wrong naming the attributes of the starting dataset that differ from ``before``."""
+    after = getattr(dataset, "__dict__", {})
+    changed = [name for name in sorted({*before, *after})
+               if name not in before or name not in after or not same_batch(before[name], after[name])]
+    if changed:
+        shown = ", ".join(f"{n}: {_short(before.get(n, '(none)'))} → {_short(after.get(n, '(none)'))}"
+                          for n in changed[:3])
+        raise Wrong(f"tune(loader) changed the starting loader's dataset ({shown}): the storage is the "
+                    f"setup, not the answer; leave the dataset as it is and let more samples wait at "
+                    f"the same time. {HINT}")
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
 @checker
 def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: DataLoader) -> str:
     """Check that ``tune(slow_loader)`` yields the same batches as ``slow_loader`` at >= 4x
@@ -53,6 +80,7 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
     starting_loader(slow_loader, "check_fast_loader(tune, slow_loader)")
     expected = reference_batches(slow_loader)
     base = max(throughput(slow_loader, max_batches=3).samples_per_s for _ in range(2))
+    before = _attributes(slow_loader.dataset)
     overran = f"the check took over {BOUND_S:g} s: does every __getitem__ return? {HINT}"
     with warnings.catch_warnings(), bounded(BOUND_S, overran):  # torch warns above the CPU count
         warnings.filterwarnings("ignore", message="This DataLoader will create")
@@ -72,6 +100,9 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
                     break  # too slow already, and a new pass would start workers again
         finally:  # persistent workers stay in tuned._iterator: the checker owns them, stops them
             stop_workers(getattr(tuned, "_iterator", None))
+    _require_unchanged(slow_loader.dataset, before)
+    # timed again: an answer that made waiting itself faster made the starting loader faster too
+    base = max(base, throughput(slow_loader, max_batches=3).samples_per_s)
     rate, seconds, first_batch_s = max(passes)
     speedup = rate / base
     if speedup < MIN_SPEEDUP and first_batch_s > 0.5 * seconds:

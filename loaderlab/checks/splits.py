@@ -10,22 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
 
 from loaderlab.checks.report import Wrong, checker, epoch
+from loaderlab.labs.splits import N_TRAIN, N_VAL, VAL_FIRST_ID, split_datasets
 
 HINT = "Hint: notebook 02, sections 4 (drop_last) and 5 (shuffle=True is a RandomSampler)."
-N_TRAIN, N_VAL, VAL_FIRST_ID = 65, 23, 1000
 BATCH_SIZES = (32, 10)
-
-
-def split_datasets() -> tuple[TensorDataset, TensorDataset]:
-    """Return ``(train_set, val_set)``: samples ``(FloatTensor[4], id)``, ids 0-64 and 1000-1022."""
-    generator = torch.Generator().manual_seed(0)
-    train = TensorDataset(torch.randn(N_TRAIN, 4, generator=generator), torch.arange(N_TRAIN))
-    val = TensorDataset(torch.randn(N_VAL, 4, generator=generator),
-                        torch.arange(VAL_FIRST_ID, VAL_FIRST_ID + N_VAL))
-    return train, val
 
 
 def _two_epochs(loader: DataLoader, name: str) -> tuple[list[list[int]], list[int]]:

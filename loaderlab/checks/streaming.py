@@ -18,8 +18,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data._utils import worker as _worker
 
-from loaderlab.checks.loops import worker_start_method
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.env import worker_start_method
 from loaderlab.measure import timed_pass
 
 HINT_WORKERS = "Hint: notebook 11, section '2. Shard the stream per worker'."

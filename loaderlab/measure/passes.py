@@ -209,6 +209,12 @@ def timed_pass(
     return run
 
 
+def collect_batches(loader: DataLoader) -> list[Any]:
+    """Return all batches of one pass over ``loader``; its workers are stopped after, also when
+    the pass raises or they persist."""
+    return timed_pass(loader, keep=True, close=True).values
+
+
 def throughput(
     loader: DataLoader,
     max_batches: int | None = None,
