@@ -1,4 +1,4 @@
-"""Lesson 00: datasets whose __getitem__ runs in the workers (written by 00_start_here.ipynb)."""
+"""Written by notebook 00 (00_start_here.ipynb), section 3: datasets read in the workers."""
 
 import os
 import time

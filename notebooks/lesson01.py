@@ -1,4 +1,4 @@
-"""Lesson 01: a dataset that decodes one image file per sample (workers import this module)."""
+"""Written by notebook 01 (01_manual_loop_vs_dataloader.ipynb), section 1: one decode per sample."""
 
 import numpy as np
 import torch

@@ -1,4 +1,4 @@
-"""Lesson 03: a slow read, a JPEG decode, and reads with rare slow spikes (workers import this module)."""
+"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), sections 2 and 4: three datasets."""
 
 import time
 
@@ -9,7 +9,7 @@ from torch.utils.data import Dataset
 
 
 class LatencyDataset(Dataset):
-    """Each read waits latency_s (a remote disk; the CPU stays free): returns (features: FloatTensor[dim], label)."""
+    """Each read waits latency_s (a remote disk; the CPU stays free): (FloatTensor[dim], label)."""
 
     def __init__(self, n: int, latency_s: float, dim: int = 8, seed: int = 0):
         generator = torch.Generator().manual_seed(seed)
@@ -26,7 +26,7 @@ class LatencyDataset(Dataset):
 
 
 class JpegDataset(Dataset):
-    """Decodes a JPEG and shrinks it to size × size on every read (CPU-bound): returns (uint8 [3, size, size], 0)."""
+    """Decodes a JPEG and shrinks it to size × size on every read (CPU-bound): (uint8 [3, size, size], 0)."""
 
     def __init__(self, paths: list, size: int = 128):
         self.paths, self.size = [str(p) for p in paths], size
@@ -41,7 +41,7 @@ class JpegDataset(Dataset):
 
 
 class SpikyDataset(Dataset):
-    """Reads take base_s, but every spike_every-th one takes spike_s (a cold cache): returns (FloatTensor[dim] of the index, label)."""
+    """Reads take base_s, every spike_every-th spike_s (a cold cache): (FloatTensor[dim], label)."""
 
     def __init__(self, n: int, base_s: float, spike_s: float, spike_every: int, dim: int):
         self.n, self.base_s, self.spike_s, self.spike_every, self.dim = n, base_s, spike_s, spike_every, dim

@@ -1,4 +1,4 @@
-"""Lesson 03, section 4: how many batches a fresh iterator asks its workers for up front."""
+"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), section 4: prefetched batches."""
 
 from torch.utils.data import DataLoader
 

@@ -1,4 +1,4 @@
-"""Lesson 03, section 6: time one host-to-accelerator copy, from pageable or pinned memory."""
+"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), section 6: a host-to-device copy."""
 
 import statistics
 import time

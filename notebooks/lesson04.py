@@ -1,4 +1,4 @@
-"""Lesson 04, section 1: an image-file Dataset whose transform is injected (workers import this module)."""
+"""Written by notebook 04 (04_custom_dataset_and_caching.ipynb), section 1: an image Dataset."""
 
 from collections.abc import Callable
 

@@ -1,4 +1,4 @@
-"""Lesson 04, section 2: a cache of decoded samples in one preallocated tensor."""
+"""Written by notebook 04 (04_custom_dataset_and_caching.ipynb), section 2: a cache of decoded samples."""
 
 import torch
 from torch.utils.data import Dataset

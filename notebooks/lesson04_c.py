@@ -1,4 +1,4 @@
-"""Lesson 04, section 3: in-memory tensors that hand the DataLoader a whole batch at once."""
+"""Written by notebook 04 (04_custom_dataset_and_caching.ipynb), section 3: whole batches at once."""
 
 import torch
 from torch.utils.data import Dataset

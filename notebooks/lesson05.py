@@ -1,4 +1,4 @@
-"""Lesson 05, section 1: token sequences of different lengths (workers import this module)."""
+"""Written by notebook 05 (05_collate_and_padding.ipynb), section 1: sequences of different lengths."""
 
 import itertools
 

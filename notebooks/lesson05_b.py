@@ -1,4 +1,4 @@
-"""Lesson 05, section 2: pad in collate_fn, where the whole batch is seen."""
+"""Written by notebook 05 (05_collate_and_padding.ipynb), section 2: pad in collate_fn."""
 
 import torch
 from torch.nn.utils.rnn import pad_sequence

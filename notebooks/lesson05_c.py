@@ -1,4 +1,4 @@
-"""Lesson 05, section 3: dict samples and their collate_fn."""
+"""Written by notebook 05 (05_collate_and_padding.ipynb), section 3: dict samples and their collate_fn."""
 
 from lesson05 import TokenDataset
 from lesson05_b import pad_collate
