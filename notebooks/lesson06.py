@@ -1,4 +1,4 @@
-"""Lesson 06, section 1: a Dataset over a read-only table of rows (workers import this module)."""
+"""Written by notebook 06, section 1: a Dataset over a read-only table of rows (workers import it)."""
 
 from collections.abc import Sequence
 

@@ -1,4 +1,4 @@
-"""Lesson 06, section 4: a Dataset that writes to its table (workers import this module)."""
+"""Written by notebook 06, section 4: a Dataset that writes to its table (workers import it)."""
 
 from collections.abc import Sequence
 

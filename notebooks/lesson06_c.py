@@ -1,4 +1,4 @@
-"""Lesson 06, section 5: a worker_init_fn that runs a full garbage collection (workers import this module)."""
+"""Written by notebook 06, section 5: a worker_init_fn that runs a full garbage collection."""
 
 import gc
 

@@ -1,4 +1,4 @@
-"""Lesson 06, section 6: rows in one byte buffer plus offsets (workers import this module)."""
+"""Written by notebook 06, section 6: rows in one byte buffer plus offsets (workers import it)."""
 
 from collections.abc import Sequence
 

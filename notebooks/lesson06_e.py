@@ -1,4 +1,4 @@
-"""Lesson 06, section 7: a Dataset that measures its own unpickling in the worker (workers import this module)."""
+"""Written by notebook 06, section 7: a Dataset that measures its own unpickling in the worker."""
 
 import psutil
 import torch

@@ -1,4 +1,4 @@
-"""Lesson 07: datasets and worker_init_fns that draw random numbers in the workers."""
+"""Written by notebook 07, section 2: datasets that draw random numbers in workers; fixes that miss."""
 
 import random
 
@@ -80,7 +80,12 @@ def seed_globals(worker_id: int) -> None:
     np.random.seed(seed)
 
 
+def seed_from_worker_id(worker_id: int) -> None:
+    """A fix that misses: seed torch's global generator from a fixed number plus the worker id."""
+    torch.manual_seed(1234 + worker_id)
+
+
 def reseed_worker(worker_id: int) -> None:
-    """The usual fix: give the worker's copy of the dataset a generator seeded from its seed."""
+    """A fix that misses once the dataset is wrapped: replace the attribute of get_worker_info().dataset."""
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(info.seed)  # info.seed = base_seed + worker id

@@ -1,4 +1,4 @@
-"""Lesson 07, section 4: keep the seed, build the generator in the process that draws."""
+"""Written by notebook 07, section 4: the recipe: keep the seed, build the generator in the worker."""
 
 import torch
 from lesson07 import draw, make_rng, worker_id  # section 2's module

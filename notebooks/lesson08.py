@@ -1,4 +1,4 @@
-"""Lesson 08, section 1: a dataset that reads through a client guarded by a lock (workers import this module)."""
+"""Written by notebook 08, section 1: a dataset behind a client's lock; a stack-dumping worker_init_fn."""
 
 import faulthandler
 import os
@@ -42,13 +42,16 @@ class LockedDataset(Dataset):
 
 
 class DumpStackOnSignal:
-    """A worker_init_fn: on SIGUSR1 the worker writes its threads' stacks to folder/worker-<id>.stack."""
+    """A worker_init_fn: on SIGUSR1 the worker writes its threads' stacks to folder/worker-<id>.stack.
+
+    The file's first line is the worker's pid. Windows has no SIGUSR1: there the file holds the pid only."""
 
     def __init__(self, folder: str):
         self.folder = folder
 
     def __call__(self, worker_id: int):
         file = open(os.path.join(self.folder, f"worker-{worker_id}.stack"), "w")  # noqa: SIM115 - stays open
-        faulthandler.register(signal.SIGUSR1, file=file, all_threads=True)
+        if hasattr(signal, "SIGUSR1"):  # POSIX only
+            faulthandler.register(signal.SIGUSR1, file=file, all_threads=True)
         file.write(f"{os.getpid()}\n")  # the pid, once the handler is in place
         file.flush()

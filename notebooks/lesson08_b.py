@@ -1,4 +1,4 @@
-"""Lesson 08, section 1: fixed-size records read from one file (workers import this module)."""
+"""Written by notebook 08, section 1: fixed-size records read from one file (workers import it)."""
 
 import os
 import time

@@ -1,4 +1,4 @@
-"""Lesson 08, section 3: a script that quits in the middle of an epoch (a fresh Python imports this module)."""
+"""Written by notebook 08, section 3: a script that quits mid-epoch (a fresh Python imports it)."""
 
 import multiprocessing
 import time

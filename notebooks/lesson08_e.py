@@ -1,4 +1,4 @@
-"""Lesson 08, section 4: a dataset that reads the epoch, and a sampler that sends it (workers import this module)."""
+"""Written by notebook 08, section 4: a dataset that reads the epoch, and a sampler that sends it."""
 
 import os
 

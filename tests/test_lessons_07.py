@@ -25,6 +25,7 @@ def test_a_held_generator_repeats_and_reseed_worker_fixes_it_only_unwrapped():
     assert repeats(l7.HeldRng(12)) == 18  # all but worker 0's first 6 draws
     assert repeats(l7.HeldRng(12), l7.reseed_worker) == 0
     assert repeats(l7.HeldRng(12), l7.seed_globals) == 18
+    assert repeats(l7.HeldRng(12), l7.seed_from_worker_id) == 18  # reseeds torch's global generator only
     assert repeats(Subset(l7.HeldRng(12), range(12)), l7.reseed_worker) == 18  # lands on the Subset
 
 
@@ -59,3 +60,22 @@ def test_the_snippet_is_the_lesson_class_for_numpy():
                  "    def __getstate__(self):  # workers build their own generator: never send one",
                  '        return {**self.__dict__, "rng": None, "rng_seed": None}'):
         assert line in lazy and line in snippet, line
+
+
+def test_one_epoch_each_returns_the_batches_or_the_error_as_text():
+    one_epoch_each = lesson("lesson07_c").one_epoch_each
+
+    class Broken(torch.utils.data.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            if index == 2:
+                raise KeyError("sample 2")
+            return torch.tensor(index)
+
+    report = one_epoch_each({"ok": DataLoader(list(range(4)), batch_size=2),
+                             "broken": DataLoader(Broken(), batch_size=2)})
+    assert [b.tolist() for b in report["ok"]["batches"]] == [[0, 1], [2, 3]] and report["ok"]["error"] is None
+    assert [b.tolist() for b in report["broken"]["batches"]] == [[0, 1]]
+    assert report["broken"]["error"] == "KeyError: 'sample 2'"

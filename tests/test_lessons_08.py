@@ -6,6 +6,7 @@ main process, and the epoch reaches the dataset through the sampler or shared me
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 
 import pytest
@@ -62,3 +63,26 @@ def test_the_epoch_travels_with_the_index_or_through_shared_memory():
     sampler.set_epoch(4)
     assert list(sampler) == [(0, 4), (1, 4), (2, 4)] and len(sampler) == 3
     assert shared.shared.is_shared()
+
+
+def test_run_loops_reports_batches_and_the_error_as_text():
+    module = lesson("lesson08_c")
+    report = module.run_loops({"ok": DataLoader(module.CrashingDataset(n=8, fail_at=1), batch_size=4,
+                                                sampler=[4, 5, 6, 7]),
+                               "raise": DataLoader(module.CrashingDataset(n=8, fail_at=5), batch_size=4)})
+    assert report["ok"] == {"batches": 1, "error": None, "type": None, "cause": None}
+    assert report["raise"]["batches"] == 1 and report["raise"]["type"] == "ValueError"
+    assert report["raise"]["error"] == "ValueError: sample 5 is corrupt" and report["raise"]["cause"] is None
+
+
+def test_dump_stack_on_signal_writes_the_pid_and_skips_the_handler_without_sigusr1(tmp_path, monkeypatch):
+    module = lesson("lesson08")
+    registered = []
+    monkeypatch.setattr(module.faulthandler, "register", lambda *args, **kwargs: registered.append(args))
+    module.DumpStackOnSignal(str(tmp_path))(0)
+    assert (tmp_path / "worker-0.stack").read_text().split() == [str(os.getpid())]
+    assert registered == ([(module.signal.SIGUSR1,)] if hasattr(module.signal, "SIGUSR1") else [])
+    monkeypatch.delattr(module.signal, "SIGUSR1", raising=False)  # as on Windows
+    registered.clear()
+    module.DumpStackOnSignal(str(tmp_path))(1)
+    assert registered == [] and (tmp_path / "worker-1.stack").read_text().split() == [str(os.getpid())]
