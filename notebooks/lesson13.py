@@ -1,4 +1,4 @@
-"""Notebook 13, section 2: a dataset with random augmentation whose generator a StatefulDataLoader saves."""
+"""Written by notebook 13, section 2: a dataset with random augmentation whose generator a loader saves."""
 
 import numpy as np
 import torch
@@ -30,7 +30,10 @@ class NoisyDataset(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         self.fetched[index] += 1
         dim = self.features.shape[1]
-        noise = torch.rand(dim) if self.global_rng else torch.from_numpy(self.generator().random(dim, np.float32))
+        if self.global_rng:
+            noise = torch.rand(dim)
+        else:
+            noise = torch.from_numpy(self.generator().random(dim, np.float32))
         return self.features[index] + noise, index
 
 
@@ -40,5 +43,5 @@ class StatefulNoisyDataset(NoisyDataset):
     def state_dict(self) -> dict:
         return {"generator": self.generator().bit_generator.state}
 
-    def load_state_dict(self, state: dict) -> None:  # in a new worker: its own generator, then the saved state
+    def load_state_dict(self, state: dict) -> None:  # a new worker's generator, moved to the saved state
         self.generator().bit_generator.state = state["generator"]

@@ -1,4 +1,4 @@
-"""Notebook 13, section 5: a restarted job that resumes a saved loader state (the notebook runs it with python -O)."""
+"""Written by notebook 13, section 5: a restarted job that resumes a saved loader state (python -O)."""
 
 import signal
 import sys
