@@ -1,4 +1,4 @@
-"""Notebook 10's torchrun job: each rank loads its shard for a few epochs; rank 0 saves what every rank saw."""
+"""Written by notebook 10, section 5: a torchrun job; each rank loads its shard, rank 0 saves what all saw."""
 
 import argparse
 import json

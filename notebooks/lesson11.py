@@ -1,4 +1,4 @@
-"""Lesson 11, section 1: a stream that every worker reads whole (workers import this module)."""
+"""Written by notebook 11, section 1: a stream that every worker reads whole, and a worker tag."""
 
 from collections.abc import Iterator
 

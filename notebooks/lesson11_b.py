@@ -1,4 +1,4 @@
-"""Lesson 11, section 2: a stream sharded between DataLoader workers (workers import this module)."""
+"""Written by notebook 11, section 2: a stream sharded between DataLoader workers."""
 
 from collections.abc import Iterator
 

@@ -1,4 +1,4 @@
-"""Lesson 11, section 5: a stream sharded by rank and by worker (workers and torchrun ranks import this)."""
+"""Written by notebook 11, section 5: a stream sharded by rank and by worker."""
 
 from collections.abc import Iterator
 

@@ -1,4 +1,4 @@
-"""Lesson 11, section 6: a shuffle buffer that wraps any stream (workers import this module)."""
+"""Written by notebook 11, section 6: a shuffle buffer that wraps any stream."""
 
 from collections.abc import Iterable, Iterator
 

@@ -1,7 +1,6 @@
-"""Lesson 11, section 5: one rank of a torchrun job (torchrun --nproc_per_node=2 lesson11_torchrun.py N OUT METHOD).
+"""Written by notebook 11, section 5: one rank of a torchrun job (lesson11_torchrun.py N OUT START_METHOD).
 
-Each rank loads its share of a stream for 2 epochs; the ranks gather what they saw, and rank 0
-writes it to the JSON file OUT: for each epoch, [items, steps] per rank.
+Each rank loads its share of a stream for 2 epochs; rank 0 writes to OUT, per epoch, [items, steps] per rank.
 """
 
 import json

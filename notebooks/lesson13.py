@@ -1,42 +1,47 @@
-"""Lesson 13: a dataset with random augmentation, the state_dict that saves its generator, and
-the worker seeding it needs (workers import this module)."""
+"""Written by notebook 13, section 2: a dataset with random augmentation whose generator a loader saves."""
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
 
 class NoisyDataset(Dataset):
-    """(features[i] + noise, i): a fixed row plus random noise from the dataset's own generator."""
+    """(features[i] + noise, i): a fixed row plus noise from a generator built in the process that draws."""
 
     def __init__(self, n: int, dim: int = 4, seed: int = 0, global_rng: bool = False):
         self.features = torch.arange(n * dim, dtype=torch.float32).reshape(n, dim)
-        self.generator = torch.Generator().manual_seed(seed)  # each worker gets its own: seed_worker_generator
-        self.global_rng = global_rng  # True: draw from torch's global RNG instead, as transform libraries do
+        self.seed, self.global_rng = seed, global_rng  # keep the seed, not a generator (notebook 07)
+        self.rng, self.rng_seed = None, None
         self.fetched = torch.zeros(n, dtype=torch.int64).share_memory_()  # fetches, counted in every process
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "generator": None}  # a Generator cannot travel to a spawned worker (notebook 07)
+    def generator(self) -> np.random.Generator:
+        info = get_worker_info()
+        seed = info.seed if info is not None else torch.initial_seed()
+        if seed != self.rng_seed:  # first draw in this worker (new workers: a new seed)
+            self.rng, self.rng_seed = np.random.default_rng([seed, self.seed]), seed
+        return self.rng
+
+    def __getstate__(self) -> dict:  # workers build their own generator: never send one
+        return {**self.__dict__, "rng": None, "rng_seed": None}
 
     def __len__(self) -> int:
         return len(self.features)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         self.fetched[index] += 1
-        noise = torch.rand(self.features.shape[1], generator=None if self.global_rng else self.generator)
+        dim = self.features.shape[1]
+        if self.global_rng:
+            noise = torch.rand(dim)
+        else:
+            noise = torch.from_numpy(self.generator().random(dim, np.float32))
         return self.features[index] + noise, index
 
 
 class StatefulNoisyDataset(NoisyDataset):
     """NoisyDataset whose generator a StatefulDataLoader saves and restores, in every worker."""
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"generator": self.generator.get_state()}
+    def state_dict(self) -> dict:
+        return {"generator": self.generator().bit_generator.state}
 
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.generator.set_state(state["generator"])
-
-
-def seed_worker_generator(worker_id: int) -> None:
-    """worker_init_fn: give this worker's dataset a generator of its own, seeded with the worker's seed."""
-    info = get_worker_info()
-    info.dataset.generator = torch.Generator().manual_seed(info.seed)
+    def load_state_dict(self, state: dict) -> None:  # a new worker's generator, moved to the saved state
+        self.generator().bit_generator.state = state["generator"]

@@ -1,8 +1,9 @@
 """Notebook 13's snippet, docs/snippets/resume_mid_epoch.py: an epoch interrupted after k batches,
 checkpointed to a file and resumed by a new loader, model and optimizer yields the uninterrupted
 epoch's batches exactly (also when the resumed loader spawns its workers), and does not without the dataset's
-state_dict; each worker draws its own noise only with seed_worker; a checkpoint saved with
-another num_workers is refused with a sentence."""
+state_dict; each worker draws its own noise without a worker_init_fn, also inside a Subset, and
+no generator travels to a worker; a checkpoint saved with another num_workers is refused with a
+sentence."""
 
 from __future__ import annotations
 
@@ -81,21 +82,22 @@ def test_an_epoch_saved_by_forked_workers_resumes_exactly_in_spawned_workers(tmp
     monkeypatch.syspath_prepend(str(ROOT / "docs" / "snippets"))  # spawned workers import it by name
     module = importlib.import_module("resume_mid_epoch")
     # only the resumed loader spawns (each spawned worker imports torch): the dataset travels
-    # pickled without its generator, seed_worker makes one, load_state_dict restores it
+    # pickled without its generator, the worker builds one, load_state_dict restores its state
     reference, batches, same_model = interrupted_epoch(module, tmp_path, module.NoisySamples, "fork", "spawn")
     assert len(batches) == 5 and all(identical(batches, reference)) and all(same_model)
 
 
 @needs_fork
-def test_each_worker_draws_its_own_noise_only_with_seed_worker():
+def test_each_worker_draws_its_own_noise_also_in_a_subset_and_ships_no_generator():
     module = snippet("resume_mid_epoch")
-    draws = {}
-    for init in ("seed_worker", None):
-        loader = module.make_loader(module.NoisySamples(torch.zeros(8, 1), noise=1.0), batch_size=1, num_workers=2)
-        loader.multiprocessing_context, loader.worker_init_fn = "fork", init and module.seed_worker
-        draws[init] = [float(x) for x in loader]  # the workers take turns: 0, 1, 0, 1, ...
-    assert len(set(draws["seed_worker"])) == 8
-    assert draws[None][0::2] == draws[None][1::2]  # both workers copied one generator
+    dataset = module.NoisySamples(torch.zeros(8, 1), noise=1.0)
+    dataset[0]  # a generator now exists in this process ...
+    assert dataset.rng is not None and dataset.__getstate__()["rng"] is None  # ... not sent to a worker
+    for wrapped in (dataset, torch.utils.data.Subset(dataset, range(8))):
+        loader = module.make_loader(wrapped, batch_size=1, num_workers=2)
+        loader.multiprocessing_context = "fork"
+        epochs = [[float(x) for x in loader] for _ in range(2)]  # the workers take turns: 0, 1, 0, 1, ...
+        assert len(set(epochs[0])) == 8 and len(set(epochs[0] + epochs[1])) == 16  # per worker, per epoch
 
 
 @pytest.mark.course
