@@ -1,4 +1,4 @@
-"""Lesson 14: samples that take time to read, a few of them much longer (workers import this module)."""
+"""Written by notebook 14, section 1: samples that take time to read, a few far slower (workers import it)."""
 
 import time
 

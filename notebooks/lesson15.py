@@ -1,4 +1,4 @@
-"""Lesson 15, sections 1-2: samples for the workers to send, and a loop that keeps every batch it receives."""
+"""Written by notebook 15, sections 1-2: samples for workers to send, a loop that keeps every batch."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""Lesson 15, section 3: keep every batch under a lowered descriptor limit (a fresh Python runs this)."""
+"""Written by notebook 15, section 3: keep every batch under a lowered descriptor limit (in a child)."""
 
 import glob
 import multiprocessing

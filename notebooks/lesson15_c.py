@@ -1,4 +1,4 @@
-"""Lesson 15, section 4: loaders in a small /dev/shm (a fresh Python with a /dev/shm of its own runs this)."""
+"""Written by notebook 15, section 4: loaders in a small /dev/shm (a child with its own /dev/shm runs it)."""
 
 import shutil
 

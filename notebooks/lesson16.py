@@ -1,4 +1,4 @@
-"""Lesson 16: three kinds of slow __getitem__, a probe of where loading runs, and the function threads map over batches (workers import this module)."""
+"""Written by notebook 16, sections 1-2: slow datasets, a probe, the function threads map over batches."""
 
 import os
 import threading

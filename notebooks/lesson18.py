@@ -1,4 +1,4 @@
-"""Lesson 18: a synthetic dataset whose samples cost CPU, wait for I/O and are sometimes slow (workers import this module)."""
+"""Written by notebook 18, section 1: samples that cost CPU, wait for I/O, are sometimes slow."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Lesson 18: the playground's settings, the DataLoader they make, a bounded run of it and what a simple model predicts."""
+"""Written by notebook 18, section 2: settings, the DataLoader they make, a bounded run, a simple model."""
 
 import math
 import time
@@ -59,10 +59,11 @@ def build_loader(s: Settings, collate_fn, batches_per_epoch: int = 8) -> DataLoa
 
 def run(s: Settings, seconds: float = 1.5, on_progress=None) -> dict:
     """Loop over epochs of the settings' loader, each step a sleep of step_ms, until `seconds` after the
-    first batch; return the timeline, memory readings and the cores other programs used from then on."""
+    first batch; return the timeline, memory readings, and the cores other programs used from then on and
+    those they left free, on the CPUs this process may use."""
     tracer = loaderlab.Tracer()
     loader = build_loader(s, tracer.collate)
-    others = loaderlab.OthersCpu()  # from the first batch on: the window samples/s is measured over
+    others = loaderlab.OthersCpu(usable_only=True)  # from the first batch on, on the CPUs we may use
     epochs, start, first = [], time.perf_counter(), None
     try:
         with loaderlab.WorkerMemorySampler(interval_s=0.25) as memory:
@@ -83,7 +84,8 @@ def run(s: Settings, seconds: float = 1.5, on_progress=None) -> dict:
             on_progress(1.0)  # done: the time may run out between two epochs, after the last report
     finally:
         del tracer, loader  # persistent workers stop with their loader
-    return {"settings": s, "timeline": merge(epochs), "memory": memory.records, "others_cores": others.cores}
+    return {"settings": s, "timeline": merge(epochs), "memory": memory.records, "others_cores": others.cores,
+            "free_cores": others.free}
 
 
 def merge(epochs: list) -> loaderlab.Timeline:

@@ -1,5 +1,7 @@
 """Notebook 18's playground without a browser: the dataset's costs, the DataLoader the settings
-make, a bounded run over several epochs, and the model's limits (notebooks/lesson18*.py)."""
+make, a bounded run over several epochs, the model's limits (notebooks/lesson18*.py), and the
+playground's controls (loaderlab.playground): presets, a moved knob, one run per
+debounce, a failing run on the status line."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import math
 import time
 from dataclasses import replace
 
+import psutil
 import pytest
 from course_code import lesson
 
@@ -66,6 +69,7 @@ def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
     s = module.Settings(cpu_ms=0.0, io_ms=1.0, batch_size=2, num_workers=1, persistent_workers=persistent, step_ms=5.0)
     seen = []
     result = module.run(s, seconds=0.3, on_progress=seen.append)
+    assert 0 <= result["free_cores"] <= len(psutil.cpu_times(percpu=True))
     timeline = result["timeline"]
     assert len(timeline.records) > 8  # more than one epoch of 8 batches
     assert [r["batch"] for r in timeline.records] == list(range(len(timeline.records)))
@@ -75,3 +79,83 @@ def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
     # a ceiling: 2 samples per step of at least 5 ms is 400/s; +20 % for the timer's resolution
     assert 0 < got["samples_per_s"] < 2 / 0.005 * 1.2 and 0 <= got["wait_share"] < 1
     assert not persistent or any(r.role == "worker" for r in result["memory"])  # read every 0.25 s
+
+
+def _playground(runs: list, fail: bool = False):
+    """The notebook's controls and presets around a stand-in run that records its settings."""
+    import ipywidgets as widgets
+    import matplotlib.figure
+
+    from loaderlab.playground import Playground
+
+    module = lesson("lesson18_b")
+    s = module.Settings()
+    controls = {name: widgets.Checkbox(getattr(s, name), description=name) if isinstance(getattr(s, name), bool)
+                else widgets.FloatText(getattr(s, name), description=name) for name in vars(s)}
+    controls["pin_memory"].disabled = True  # no accelerator: the preset does not touch it
+
+    def run(settings, on_progress):
+        if fail:
+            raise ValueError("no loader for these settings")
+        runs.append(settings)
+        on_progress(0.5)
+        on_progress(1.0)
+        return {"settings": settings}
+
+    return module, Playground(controls, module.PRESETS, module.Settings, run=run, preset="CPU-bound decode",
+                              picture=lambda result: matplotlib.figure.Figure(figsize=(1, 1)),
+                              report=lambda result: "report", debounce_s=0.5,
+                              call=lambda result: module.loader_call(result["settings"]))
+
+
+def _settled(playground, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while playground.timer is not None and playground.timer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    playground.close()
+
+
+def test_a_preset_sets_every_control_and_a_moved_knob_leaves_it():
+    runs = []
+    module, playground = _playground(runs)
+    playground.preset.value = "slow network reads"
+    assert playground.current() == module.PRESETS["slow network reads"]
+    playground.controls["num_workers"].value = 4
+    assert playground.preset.value == "(yours)"
+    assert playground.current() == replace(module.PRESETS["slow network reads"], num_workers=4)
+    _settled(playground)
+    assert runs == [playground.current()]  # the preset and the knob within the debounce: one run
+    assert playground.status.value.startswith("redrawn in") and playground.progress.value == 1.0
+    assert "num_workers=4" in playground.code.value and playground.image.value
+
+
+def test_changes_during_the_debounce_make_one_run_and_a_failure_is_shown():
+    runs = []
+    _, playground = _playground(runs)
+    for workers in (3, 4, 6):
+        playground.controls["num_workers"].value = workers
+    _settled(playground)
+    assert [s.num_workers for s in runs] == [6]
+    _, failing = _playground([], fail=True)
+    failing.controls["step_ms"].value = 50.0
+    _settled(failing)
+    assert failing.status.value == "the run failed: ValueError: no loader for these settings"
+    assert failing.progress.bar_style == "danger"
+
+
+def test_others_cpu_can_count_only_the_cpus_this_process_may_use(monkeypatch):
+    import os
+
+    import loaderlab
+    from loaderlab.measure import memory
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid=0: {0, 10_000}, raising=False)  # CPU 10000: none
+    assert memory._usable_cpus() == [0]
+    others = loaderlab.OthersCpu(usable_only=True).start()
+    time.sleep(0.2)
+    others.stop()
+    assert others.cores >= 0 and others.free == pytest.approx(max(0.0, 1 - others.cores)) and others.free <= 1
+    everywhere = loaderlab.OthersCpu().start()
+    time.sleep(0.1)
+    everywhere.stop()
+    assert everywhere.free == pytest.approx(max(0.0, len(psutil.cpu_times(percpu=True)) - everywhere.cores))

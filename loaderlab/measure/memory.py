@@ -43,10 +43,24 @@ def live_workers() -> list[psutil.Process]:
     return alive
 
 
-def _busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy since boot (all cores)."""
-    t = psutil.cpu_times()
-    return sum(getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+_BUSY = ("user", "nice", "system", "irq", "softirq")
+
+
+def _busy_seconds(cpus: list[int] | None = None) -> float:
+    """CPU seconds spent busy since boot: by the whole machine, or on the listed CPUs only."""
+    if cpus is None:
+        t = psutil.cpu_times()
+        return sum(getattr(t, name, 0.0) for name in _BUSY)
+    per_cpu = psutil.cpu_times(percpu=True)
+    return sum(getattr(per_cpu[i], name, 0.0) for i in cpus for name in _BUSY)
+
+
+def _usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity: taskset, a cpuset), among those that exist."""
+    existing = range(len(psutil.cpu_times(percpu=True)))
+    if not hasattr(os, "sched_getaffinity"):
+        return list(existing)
+    return sorted(set(os.sched_getaffinity(0)) & set(existing)) or list(existing)
 
 
 def _own_seconds() -> float:
@@ -72,14 +86,23 @@ class OthersCpu:
     loop's first batch to its end). Start it while the workers you measure are alive
     (persistent workers): a process of ours that starts and exits inside the window is counted
     as someone else's.
+
+    ``OthersCpu(usable_only=True)`` counts only the CPUs this process may run on (its affinity,
+    e.g. ``taskset -c 0``), and ``free`` is then how many of those the others left: what a
+    loader of ours could have used.
     """
 
     cores = 0.0
+    free = 0.0
+
+    def __init__(self, usable_only: bool = False):
+        self.usable_only = usable_only
 
     def start(self) -> OthersCpu:
         """Start the window now; return self."""
-        self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
-        self.cores = 0.0
+        self._cpus = _usable_cpus() if self.usable_only else None
+        self._start = (time.perf_counter(), _busy_seconds(self._cpus), _own_seconds())
+        self.cores = self.free = 0.0
         return self
 
     def stop(self) -> float:
@@ -88,8 +111,10 @@ class OthersCpu:
             raise RuntimeError("OthersCpu.stop() needs a start() first")
         t0, busy0, own0 = self._start
         elapsed = time.perf_counter() - t0
-        others = (_busy_seconds() - busy0) - (_own_seconds() - own0)
+        others = (_busy_seconds(self._cpus) - busy0) - (_own_seconds() - own0)
         self.cores = max(0.0, others / elapsed) if elapsed > 0 else 0.0
+        counted = len(self._cpus) if self._cpus is not None else len(psutil.cpu_times(percpu=True))
+        self.free = max(0.0, counted - self.cores)
         return self.cores
 
     def __enter__(self) -> OthersCpu:
