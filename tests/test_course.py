@@ -24,7 +24,9 @@ import tiers  # noqa: E402
 
 
 def _make_n(*args: str) -> list[str]:
-    done = subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # run under make too
+    done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

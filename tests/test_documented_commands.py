@@ -140,6 +140,9 @@ COMMANDS: dict[str, tuple] = {
     "python tools/grade.py SUBMISSION.ipynb... --csv PATH [--timeout S]": VARIANT(
         "python tools/grade.py --help", "a synopsis: its --help must answer"
     ),
+    "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]": VARIANT(
+        "python tools/grade.py --help", "a synopsis: its --help must answer"
+    ),
     "python tools/make_cheatsheet.py": VARIANT(
         "python tools/make_cheatsheet.py --check", "it rewrites docs/cheatsheet.md; --check compares"
     ),
@@ -156,6 +159,7 @@ COMMANDS: dict[str, tuple] = {
     "set TORCH_INDEX=default": ELSEWHERE("Windows' cmd.exe"),
     "source .venv/bin/activate": ELSEWHERE("changes the shell it runs in: the RUN commands use .venv's PATH"),
     "wsl --install": ELSEWHERE("Windows"),
+    "docker run --cpus=2": ELSEWHERE("no docker here: the container limit the doctor's core count reads"),
     "docker run --shm-size=2g": ELSEWHERE("no docker here: the flag to add to your own docker run"),
     "pip download": WORD(),
     "python -O": WORD(),

@@ -278,9 +278,9 @@ SCANNED = ("loaderlab/**/*.py", "notebooks/lesson*.py")
 # from. The list may only shrink: a use not listed fails, and so does a listed one that is gone
 # (delete its line). Guard them, or document the function/module "POSIX only" and guard its uses.
 KNOWN = {
-    "loaderlab/checks/descriptors.py import resource": "lab 15's checker (Linux only), forked child",
-    "loaderlab/checks/descriptors.py os.setpgrp": "lab 15's checker, forked child",
-    'loaderlab/checks/descriptors.py multiprocessing_context="fork"': "lab 15's checker, forked child",
+    "loaderlab/labs/descriptors.py import resource": "lab 15's scaffolding (Linux only), forked child",
+    "loaderlab/labs/descriptors.py os.setpgrp": "lab 15's scaffolding, forked child",
+    'loaderlab/labs/descriptors.py multiprocessing_context="fork"': "lab 15's scaffolding, forked child",
     'loaderlab/checks/memory.py multiprocessing_context="fork"': "worker_growth: its caller asks can_fork()",
     "notebooks/lesson08.py signal.SIGUSR1": "notebook 08's stack dump worker_init_fn",
     "notebooks/lesson08_c.py signal.SIGKILL": "notebook 08's crashing dataset (mode kill)",
