@@ -137,9 +137,6 @@ COMMANDS: dict[str, tuple] = {
     ".venv/bin/python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
         timeout=60, codes=(0, 2), says="submissions"
     ),
-    "python tools/grade.py SUBMISSION.ipynb... --csv PATH [--timeout S]": VARIANT(
-        "python tools/grade.py --help", "a synopsis: its --help must answer"
-    ),
     "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]": VARIANT(
         "python tools/grade.py --help", "a synopsis: its --help must answer"
     ),

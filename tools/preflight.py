@@ -369,16 +369,6 @@ def check_lab() -> Result:
     )
 
 
-def _helper(proc) -> bool:
-    """True for multiprocessing's own long-lived helpers (resource tracker, forkserver)."""
-    import psutil
-
-    try:
-        return any(h in " ".join(proc.cmdline()) for h in ("resource_tracker", "forkserver"))
-    except psutil.Error:
-        return True  # gone already
-
-
 def check_loader() -> Result:
     """One epoch of a 2-worker DataLoader, every batch bounded by ``LOADER_TIMEOUT_S``."""
     import psutil
@@ -409,7 +399,10 @@ def check_loader() -> Result:
         return Result(
             FAIL, f"a 2-worker DataLoader epoch summed to {total}, not {sum(range(64))}", "`make clean setup`"
         )
-    new = [p for p in psutil.Process().children() if p.pid not in before and not _helper(p)]
+    from loaderlab.processes import is_multiprocessing_helper
+
+    me = os.getpid()
+    new = [p for p in psutil.Process().children() if p.pid not in before and not is_multiprocessing_helper(p, me)]
     _, left = psutil.wait_procs(new, timeout=5)
     if left:
         return Result(FAIL, f"{len(left)} worker processes outlived the epoch", "report it to the instructor")
