@@ -137,10 +137,12 @@ class BoundedChild:
                 [*(prefix or []), *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, env=None if env is None else dict(env))
 
-    def _argv(self, target: Any, args: tuple, kwargs: dict[str, Any] | None, start_method: str | None) -> list[str]:
+    def _argv(self, target: Any, args: tuple, kwargs: dict[str, Any] | None,
+              start_method: str | None) -> list[str]:
         if self.is_command:
             if isinstance(target, (str, bytes)) or not isinstance(target, Sequence) or not target:
-                raise TypeError(f"run_bounded needs a function or a command line (a list of str), got {target!r}")
+                raise TypeError("run_bounded needs a function or a command line (a list of str), "
+                                f"got {target!r}")
             self.function = Path(str(target[0])).name
             return [str(part) for part in target]
         module, name = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
@@ -205,10 +207,12 @@ class BoundedChild:
                     value, error = None, value
             except (OSError, EOFError, pickle.UnpicklingError):
                 tail = "\n".join(log.strip().splitlines()[-5:])
-                error = None if overran else f"exited with code {self.process.returncode} and no result: {tail}"
+                code = self.process.returncode
+                error = None if overran else f"exited with code {code} and no result: {tail}"
         stuck_at: list[str] = []
         if overran and self._paths["stack"].exists():
-            blocks = [b for b in self._paths["stack"].read_text(errors="replace").split("\n\n") if "File" in b]
+            stack = self._paths["stack"].read_text(errors="replace")
+            blocks = [b for b in stack.split("\n\n") if "File" in b]
             if blocks:  # faulthandler lists the newest thread first: the main thread is the last
                 stuck_at = frames(blocks[-1])
         return ChildReport(self.function, self.bound_s, seconds, overran, self.process.returncode,
@@ -235,7 +239,8 @@ def run_bounded(target: Callable[..., Any] | Sequence[str], *args: Any, bound_s:
     """
     if start_method == "same":
         start_method = multiprocessing.get_start_method()
-    return BoundedChild(target, args, kwargs, bound_s=bound_s, start_method=start_method, prefix=prefix, env=env)
+    return BoundedChild(target, args, kwargs, bound_s=bound_s, start_method=start_method, prefix=prefix,
+                        env=env)
 
 
 def _child_main(payload_path: str) -> None:

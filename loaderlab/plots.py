@@ -28,7 +28,8 @@ def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axe
     ax = _axes(ax, (9, 3.2))
     workers = sorted({r["worker"] for r in timeline.records})
     rows = {w: i + 1 for i, w in enumerate(workers)}
-    colours = {w: plt.get_cmap("tab10")(i % 10 if i % 10 != 3 else 9) for i, w in enumerate(workers)}  # 3 is red
+    # 3 is red
+    colours = {w: plt.get_cmap("tab10")(i % 10 if i % 10 != 3 else 9) for i, w in enumerate(workers)}
     label_bars = len(timeline.records) <= 40
     for r in timeline.records:
         y, width = rows[r["worker"]], r["end"] - r["start"]
@@ -42,7 +43,8 @@ def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axe
     names = ["main process"] + ["main process fetch" if w == -1 else f"worker {w}" for w in workers]
     ax.set_yticks(range(len(names)), names)
     handles = [Patch(facecolor=colours[w], edgecolor="black", linewidth=0.4,
-                     label="batch made in the main process" if w == -1 else f"batch made by worker {w} (its number)")
+                     label="batch made in the main process" if w == -1
+                     else f"batch made by worker {w} (its number)")
                for w in workers]
     handles += [Patch(facecolor="tab:red", label="main process waits for data"),
                 Patch(facecolor="0.8", edgecolor="0.4", label="main process runs the step")]

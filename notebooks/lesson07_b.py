@@ -6,7 +6,8 @@ from torch.utils.data import Dataset, get_worker_info
 
 
 class LazyRng(Dataset):
-    """The fix: a generator built on first use in each worker, from its seed. Returns [index, worker, draw]."""
+    """The fix: a generator built on first use in each worker, from its seed. Returns [index, worker,
+    draw]."""
 
     def __init__(self, n: int = 12, kind: str = "numpy", seed: int = 0):
         self.n, self.kind, self.seed = n, kind, seed  # keep the seed, not a generator

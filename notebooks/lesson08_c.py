@@ -16,7 +16,8 @@ class FetchError(Exception):
 
 
 class CrashingDataset(Dataset):
-    """Returns index as a tensor, except at fail_at: mode "raise", "custom" or "kill" (SIGKILL, in a worker)."""
+    """Returns index as a tensor, except at fail_at: mode "raise", "custom" or "kill" (SIGKILL, in a
+    worker)."""
 
     def __init__(self, n: int = 16, fail_at: int = 1, mode: str = "raise"):
         self.n, self.fail_at, self.mode = n, fail_at, mode

@@ -25,7 +25,8 @@ def open_fds() -> int:
 
 
 def keep_every_batch(loader: DataLoader, kept: list) -> list[int]:
-    """Append every batch the loader sends to `kept` (saved outputs, a replay buffer); return open_fds() after each."""
+    """Append every batch the loader sends to `kept` (saved outputs, a replay buffer); return
+    open_fds() after each."""
     fds = []
     for xb, yb in loader:
         kept.append((xb, yb))

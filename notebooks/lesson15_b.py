@@ -11,13 +11,16 @@ from torch.utils.data import DataLoader
 
 
 def use_file_system(worker_id: int) -> None:
-    """worker_init_fn: this worker sends its batches by name (a spawn or forkserver worker starts at the default)."""
+    """worker_init_fn: this worker sends its batches by name (a spawn or forkserver worker starts at
+    the default)."""
     torch_mp.set_sharing_strategy("file_system")
 
 
 def keep_under_limit(runs: list[dict], limit: int = 256, n_batches: int = 200) -> list[dict]:
-    """Lower this process's descriptor limit to `limit`; for each run, keep every batch of a 2-worker loader."""
-    multiprocessing.set_forkserver_preload(["lesson15_b"])  # a forkserver imports torch once, not every worker
+    """Lower this process's descriptor limit to `limit`; for each run, keep every batch of a 2-worker
+    loader."""
+    # a forkserver imports torch once, not every worker
+    multiprocessing.set_forkserver_preload(["lesson15_b"])
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
     results = []

@@ -8,10 +8,13 @@ from lesson15_b import use_file_system
 from torch.utils.data import DataLoader
 
 
-def keep_latest(configs: list[dict], watch, n: int = 192, dim: int = 2**17, timeout_s: float = 15) -> list[dict]:
-    """For each config, pass once over a 2-worker loader of n samples of dim float32 values, keeping only the latest batch.
+def keep_latest(configs: list[dict], watch, n: int = 192, dim: int = 2**17,
+                timeout_s: float = 15) -> list[dict]:
+    """For each config, pass once over a 2-worker loader of n samples of dim float32 values, keeping
+    only the latest batch.
 
-    `watch()` opens an instrument around each pass that records the peak growth of /dev/shm (`peak_growth_mb`).
+    `watch()` opens an instrument around each pass that records the peak growth of /dev/shm
+    (`peak_growth_mb`).
     """
     results = []
     for config in configs:

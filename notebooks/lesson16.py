@@ -36,7 +36,8 @@ class WhereLoaded(Dataset):
 
 
 class LatencyDataset(Dataset):
-    """Each read waits latency_s (a network read; waiting releases the GIL): returns (features: FloatTensor[8], label)."""
+    """Each read waits latency_s (a network read; waiting releases the GIL): returns (features:
+    FloatTensor[8], label)."""
 
     def __init__(self, n: int, latency_s: float):
         generator = torch.Generator().manual_seed(0)
@@ -53,7 +54,8 @@ class LatencyDataset(Dataset):
 
 
 class ResizeToTensor:
-    """The transform: resizes a PIL image to size × size (C code that releases the GIL): returns uint8 [3, size, size]."""
+    """The transform: resizes a PIL image to size × size (C code that releases the GIL): returns uint8
+    [3, size, size]."""
 
     def __init__(self, size: int):
         self.size = size
@@ -64,7 +66,8 @@ class ResizeToTensor:
 
 
 class ImageFiles(Dataset):
-    """Decodes an image file on every read (C code that releases the GIL), then applies transform: returns (transform(image), 0)."""
+    """Decodes an image file on every read (C code that releases the GIL), then applies transform:
+    returns (transform(image), 0)."""
 
     def __init__(self, paths: list, transform):
         self.paths, self.transform = [str(p) for p in paths], transform
@@ -78,7 +81,8 @@ class ImageFiles(Dataset):
 
 
 class PythonLoop(Dataset):
-    """Each read runs a pure-Python loop of `iterations` steps (holds the GIL throughout): returns (FloatTensor[4], label)."""
+    """Each read runs a pure-Python loop of `iterations` steps (holds the GIL throughout): returns
+    (FloatTensor[4], label)."""
 
     def __init__(self, n: int, iterations: int):
         self.n, self.iterations = n, iterations

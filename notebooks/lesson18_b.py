@@ -106,7 +106,8 @@ def measured(result: dict) -> dict:
     wait = sum(r["wait"] for r in records[1:])
     step = sum(r["step_end"] - r["received"] for r in records[1:])
     return {"samples_per_s": (len(records) - 1) * s.batch_size / after_first if len(records) > 1 else 0.0,
-            "first_batch_s": records[0]["received"], "wait_share": wait / (wait + step) if wait + step else 0.0}
+            "first_batch_s": records[0]["received"],
+            "wait_share": wait / (wait + step) if wait + step else 0.0}
 
 
 def sample_ms(s: Settings) -> float:

@@ -1,4 +1,5 @@
-"""Lab 13: a dataset with random augmentation that StatefulDataLoader can resume (workers import this module)."""
+"""Lab 13: a dataset with random augmentation that StatefulDataLoader can resume (workers import this
+module)."""
 
 import numpy as np
 import torch

@@ -102,7 +102,8 @@ def test_no_answer_to_a_question_that_is_gone():
 def test_the_reader_finds_exercises_and_bullets(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("Text.\n\nExercise: first\nline two.\n\n## Further reading"),
-        nbformat.v4.new_markdown_cell("## Going further\n\n- one?\n  more\n- two?\n\n## Next\n\n- not a question"),
+        nbformat.v4.new_markdown_cell("## Going further\n\n- one?\n  more\n- two?\n\n"
+                                      "## Next\n\n- not a question"),
     ])
     path = tmp_path / "solutions" / "42_x.ipynb"
     path.parent.mkdir()

@@ -106,7 +106,8 @@ def test_bucketing_covers_each_index_once_cuts_waste_and_reshuffles():
 
 def test_worker_seeding_draws_differ_across_workers_and_epochs_also_in_a_subset(no_leaked_workers):
     noisy = snippet("worker_seeding").NoisySamples
-    dataset = Subset(noisy(torch.zeros(16, dtype=torch.float64)), range(16))  # wrapped: no worker_init_fn reaches it
+    # wrapped: no worker_init_fn reaches it
+    dataset = Subset(noisy(torch.zeros(16, dtype=torch.float64)), range(16))
     dataset[0]  # a draw in the main process first: its generator must not travel to the workers
     loader = DataLoader(dataset, batch_size=4, num_workers=2, generator=torch.Generator().manual_seed(0))
     values = [v for _ in range(2) for batch in loader for v in batch.tolist()]
@@ -123,7 +124,8 @@ def test_reproducible_loader_repeats_order_and_worker_randomness_for_the_same_nu
     noisy = snippet("worker_seeding").NoisySamples
 
     def loader(seed, num_workers):
-        return make(noisy(torch.zeros(12, dtype=torch.float64)), seed=seed, num_workers=num_workers, batch_size=3)
+        return make(noisy(torch.zeros(12, dtype=torch.float64)), seed=seed, num_workers=num_workers,
+                    batch_size=3)
 
     assert same_batches(loader(7, 2), loader(7, 2))
     assert not same_batches(loader(7, 2), loader(8, 2))
@@ -141,7 +143,8 @@ def test_cow_safe_storage_returns_the_same_rows_from_one_buffer():
 
 @pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
 def test_sharded_iterable_reads_every_item_once(num_workers, no_leaked_workers):
-    loader = DataLoader(snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4, num_workers=num_workers)
+    loader = DataLoader(snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4,
+                        num_workers=num_workers)
     with warnings.catch_warnings():  # 3 workers exceed the suggested maximum on 2 cores
         warnings.simplefilter("ignore", UserWarning)
         items = [int(i) for batch in loader for i in batch]
@@ -174,7 +177,8 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
 
 @pytest.mark.course
 def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
-    loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1, timeout_s=1)
+    loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1,
+                                                              timeout_s=1)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="timed out"):
         next(iter(loader))

@@ -111,7 +111,8 @@ def test_stub_and_nothing_are_not_attempted(capsys):
         def __getitem__(self, index):
             raise NotImplementedError("your code here")
 
-    assert _verdict(capsys, lambda loader: DataLoader(Stub(12), batch_size=4)).startswith("⏳ not attempted yet")
+    verdict = _verdict(capsys, lambda loader: DataLoader(Stub(12), batch_size=4))
+    assert verdict.startswith("⏳ not attempted yet")
     assert _verdict(capsys, None).startswith("⏳ not attempted yet")
 
 

@@ -93,11 +93,13 @@ WRONG = {
     "uint8": (lambda loader: _like(loader, LazyDict(loader.dataset, lambda x: (x * 255).to(torch.uint8))),
               "it is (torch.uint8 [16, 3, 96, 96], torch.int64 [16]), the starting loader's (torch.float32"),
     "bigger batches": (lambda loader: _like(loader, LazyDict(loader.dataset), batch_size=32),
-                       "yields 2 batches of up to 32 samples, the starting loader 3 batches of 16 (the last of 8)"),
+                       "yields 2 batches of up to 32 samples, "
+                       "the starting loader 3 batches of 16 (the last of 8)"),
     "lazy cache in forked workers": pytest.param(
         lambda loader: _like(loader, LazyDict(loader.dataset), num_workers=1, multiprocessing_context="fork"),
         "a cache filled inside forked workers is thrown away with them", marks=needs_fork),
-    "not a loader": (lambda loader: LazyDict(loader.dataset), "tune(loader) must return a DataLoader, got LazyDict"),
+    "not a loader": (lambda loader: LazyDict(loader.dataset),
+                     "tune(loader) must return a DataLoader, got LazyDict"),
 }
 
 

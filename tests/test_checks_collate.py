@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT / "notebooks"))
 from lesson05_b import pad_collate
 
 sys.path.remove(str(ROOT / "notebooks"))
-_spec = importlib.util.spec_from_file_location("snippet_bucketing", ROOT / "docs" / "snippets" / "bucketing.py")
+_spec = importlib.util.spec_from_file_location("snippet_bucketing",
+                                               ROOT / "docs" / "snippets" / "bucketing.py")
 _bucketing = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bucketing)
 BucketBatchSampler = _bucketing.BucketBatchSampler

@@ -41,7 +41,8 @@ def test_correct_answers_pass(capsys, keep):
 @pytest.mark.parametrize(("keep", "sentence"), [
     (lambda batch: batch, "you keep the received tensors themselves"),
     (lambda batch: (batch[0].detach(), batch[1][:]), "your copies share the received memory"),
-    (lambda batch: (batch[0].clone(), batch[1].clone() + 1), "what you kept of batch 0 is not its (features, labels)"),
+    (lambda batch: (batch[0].clone(), batch[1].clone() + 1),
+     "what you kept of batch 0 is not its (features, labels)"),
     (lambda batch: 1 / 0, "your keep raised ZeroDivisionError"),
 ], ids=["received", "views", "wrong-labels", "raises"])
 def test_wrong_answers_fail_with_their_own_sentence(capsys, keep, sentence):

@@ -18,7 +18,8 @@ def _first_parameter(checker) -> str:
 
 
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("nonsense", ["my answer", 42, [1, 2], object()], ids=["str", "int", "list", "object"])
+@pytest.mark.parametrize("nonsense", ["my answer", 42, [1, 2], object()],
+                         ids=["str", "int", "list", "object"])
 def test_a_candidate_that_is_not_a_function_raises_a_type_error_naming_it(checker, nonsense, capsys):
     with pytest.raises(TypeError, match=f"`{_first_parameter(checker)}` must be the function") as raised:
         checker(nonsense)

@@ -90,8 +90,10 @@ class WithLock(Pairs):
 
 WRONG = {
     "lambda collate_fn": (lambda: DataLoader(Pairs(), batch_size=3, num_workers=1, collate_fn=lambda b: b),
-                          "collate_fn is a lambda (`<lambda>.<locals>.<lambda>`): pickle stores a function by its importable name"),
-    "closure worker_init_fn": (closure, "worker_init_fn is `closure.<locals>.init`, defined inside a function"),
+                          "collate_fn is a lambda (`<lambda>.<locals>.<lambda>`): "
+                          "pickle stores a function by its importable name"),
+    "closure worker_init_fn": (closure,
+                               "worker_init_fn is `closure.<locals>.init`, defined inside a function"),
     "class in __main__": (lambda: DataLoader(InNotebook(), batch_size=3, num_workers=1),
                           "the Dataset is a `InNotebook`, defined in the notebook (__main__)"),
     "lambda inside the Dataset": (lambda: DataLoader(WithTransform(lambda x: x), batch_size=3, num_workers=1),
@@ -122,7 +124,8 @@ def test_stub_is_not_attempted(capsys):
 @pytest.mark.parametrize(("candidate", "batches"), [(torch_pieces, 3), (module_pieces, 4)])
 def test_correct_answers_pass_under_spawn(candidate, batches, capsys, no_leaked_workers):
     assert check_spawn_safe(candidate) is True
-    assert _line(capsys).startswith(f"✅ {batches} batches from 1 spawned worker(s), the same as with num_workers=0")
+    assert _line(capsys).startswith(f"✅ {batches} batches from 1 spawned worker(s), "
+                                    "the same as with num_workers=0")
 
 
 def test_state_set_after_the_import_differs_in_a_spawned_worker(monkeypatch, capsys):

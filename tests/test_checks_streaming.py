@@ -159,7 +159,8 @@ def _spy_on_loaders(monkeypatch) -> list:
 
 @pytest.mark.spawn
 @pytest.mark.course
-def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(monkeypatch, no_leaked_workers):
+def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(
+        monkeypatch, no_leaked_workers):
     monkeypatch.setattr(env, "start_method", lambda: "spawn")
     started = _spy_on_loaders(monkeypatch)
     items = streaming._read(Strided(29), 2, 116, "rank 0 of 1 with num_workers=2")

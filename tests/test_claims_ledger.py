@@ -66,4 +66,5 @@ def test_each_evidence_link_points_to_a_notebook_section_that_mentions_the_claim
             assert path.exists(), f"{cid}: {notebook} does not exist"
             found = sections(path)
             assert anchor in found, f"{cid}: {notebook} has no section #{anchor} (has {sorted(found)[:8]}...)"
-            assert re.search(rf"\b{cid}\b", found[anchor]), f"{cid}: section #{anchor} of {notebook} never mentions {cid}"
+            assert re.search(rf"\b{cid}\b", found[anchor]), (
+                f"{cid}: section #{anchor} of {notebook} never mentions {cid}")

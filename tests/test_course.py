@@ -24,9 +24,10 @@ import tiers  # noqa: E402
 
 
 def _make_n(*args: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # run under make too
-    done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=30, env=env)
+    # run under make too
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 

@@ -48,7 +48,8 @@ def test_at_most_a_quarter_of_code_cells_escape_output_comparison(path, record_p
 
 
 def _executor():
-    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "tools" / "execute_notebooks.py")
+    spec = importlib.util.spec_from_file_location("execute_notebooks",
+                                                  ROOT / "tools" / "execute_notebooks.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

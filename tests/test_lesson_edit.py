@@ -62,7 +62,8 @@ def batch_line(text: str) -> list[str]:
 # under spawn a release check (make test-spawn): 20 s of spawned workers
 @pytest.mark.course
 @pytest.mark.parametrize("method", ["fork", pytest.param("spawn", marks=pytest.mark.spawn)])
-def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(method, tmp_path, no_leaked_workers):
+def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(method, tmp_path,
+                                                                           no_leaked_workers):
     cells, write = cells_up_to_the_import(NOTEBOOK)
     folder = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
@@ -75,7 +76,8 @@ def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(metho
 
         edited = cells[write]
         for old, new in EDITS.items():
-            assert old in edited, f"04's %%writefile lesson04.py cell no longer contains {old!r}: update EDITS"
+            assert old in edited, (
+                f"04's %%writefile lesson04.py cell no longer contains {old!r}: update EDITS")
             edited = edited.replace(old, new)
         run(client, edited)
         run(client, cells[write + 1])

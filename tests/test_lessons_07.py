@@ -36,7 +36,8 @@ def test_lazy_rng_draws_differ_wrapped_or_not(kind):
     assert repeats(LazyRng(12, kind)) == 0
     assert repeats(Subset(LazyRng(12, kind), range(12))) == 0
     assert repeats(ConcatDataset([LazyRng(6, kind, seed=1), LazyRng(6, kind, seed=2)])) == 0
-    assert repeats(ConcatDataset([LazyRng(6, kind), LazyRng(6, kind)])) == 8  # same own seed: 2 per worker, epoch
+    # same own seed: 2 per worker, epoch
+    assert repeats(ConcatDataset([LazyRng(6, kind), LazyRng(6, kind)])) == 8
 
 
 @pytest.mark.spawn

@@ -39,7 +39,8 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.run([str(python), "-c", purelib],
                                check=True, capture_output=True, text=True).stdout.strip())
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-q",
                     "--target", str(site), str(wheel)], check=True, capture_output=True, timeout=300)
@@ -52,7 +53,8 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
         outside = [n for n in names if not importlib.import_module(n).__file__.startswith({str(site)!r})]
         print(len(names), outside)
     """)
-    result = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     count, outside = result.stdout.split(maxsplit=1)
     assert int(count) == len(_modules_in_tree()) and outside.strip() == "[]", result.stdout

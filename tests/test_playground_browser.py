@@ -53,7 +53,8 @@ const done = arguments[arguments.length - 1];
 PICTURE = "return Array.from(document.querySelectorAll('img.widget-image')).map(i => i.src).filter(s => s)"
 STATUS = ("return Array.from(document.querySelectorAll('.widget-html-content'))"
           ".map(e => e.textContent).filter(t => t.startsWith('redrawn') || t.startsWith('the run failed'))")
-OUTPUTS = "return Array.from(document.querySelectorAll('.jp-OutputArea-output')).map(e => e.textContent).join('\\n')"
+OUTPUTS = ("return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
+           ".map(e => e.textContent).join('\\n')")
 
 
 def _missing() -> str | None:
@@ -73,7 +74,8 @@ def _free_port() -> int:
 
 
 def _lab_command(port: int, token: str, root: Path) -> list[str]:
-    """`make lab`'s command (tools/lab_server.py) with the copy as its root, and the app exposed to scripts."""
+    """`make lab`'s command (tools/lab_server.py) with the copy as its root, and the app exposed to
+    scripts."""
     spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -150,7 +152,8 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         options.binary_location = str(CHROMIUM)
         for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
             options.add_argument(flag)
-        service = webdriver.ChromeService(executable_path=str(DRIVER), log_output=str(tmp_path / "driver.log"),
+        service = webdriver.ChromeService(executable_path=str(DRIVER),
+                                          log_output=str(tmp_path / "driver.log"),
                                           popen_kw={"start_new_session": True})
         driver = webdriver.Chrome(options=options, service=service)
         _wait("JupyterLab answering /api/status", answers, 60)
@@ -162,7 +165,8 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         marks["page loaded, run all"] = time.perf_counter() - started
 
         outputs = _wait("the notebook's last cell ('workers left alive: 0')",
-                        lambda: (text := driver.execute_script(OUTPUTS)) and "workers left alive" in text and text,
+                        lambda: ((text := driver.execute_script(OUTPUTS))
+                                 and "workers left alive" in text and text),
                         90)
         assert "Traceback" not in outputs, outputs[-3000:]
         first = _wait("the playground's first picture", lambda: driver.execute_script(PICTURE), 30)
@@ -184,7 +188,8 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         if os.environ.get("LOADERLAB_SCREENSHOT"):
             shutil.copy(tmp_path / "playground.png", os.environ["LOADERLAB_SCREENSHOT"])
         marks["redrawn"] = time.perf_counter() - started
-        print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); {len(redrawn)} new picture; "
+        print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); "
+              f"{len(redrawn)} new picture; "
               + ", ".join(f"{k} at {v:.1f} s" for k, v in marks.items()))
     finally:
         stopping = time.perf_counter()

@@ -56,7 +56,8 @@ def _written_earlier(path: Path, module: str) -> bool:
     for other in sorted(path.parent.glob("*.ipynb")):
         if other.name >= path.name:
             return False
-        if any((m := WRITEFILE.match(source)) and m.group(1) == f"{module}.py" for source in code_cells(other)):
+        if any((m := WRITEFILE.match(source)) and m.group(1) == f"{module}.py"
+               for source in code_cells(other)):
             return True
     return False
 
@@ -70,15 +71,17 @@ def test_lesson_modules_match_their_cells_and_are_written_before_use(path):
             name = match.group(1)
             module = path.parent / name
             assert module.exists(), f"{path.name} writes {name}: commit it next to the notebook ({module})"
-            assert module.read_text() == source[match.end():] + "\n" or module.read_text() == source[match.end():], (
-                f"{module.relative_to(ROOT)} differs from the %%writefile cell in {path.name}: re-run the cell "
-                "(make execute NB=...) or copy the cell's text into the file")
+            body = source[match.end():]
+            assert module.read_text() == body + "\n" or module.read_text() == body, (
+                f"{module.relative_to(ROOT)} differs from the %%writefile cell in {path.name}: "
+                "re-run the cell (make execute NB=...) or copy the cell's text into the file")
             written.add(Path(name).stem)
             continue
         for node in ast.walk(ast.parse(python_of(source))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lesson"):
                 # a solution may import its notebook's lesson module (a visible sys.path line)
-                from_notebook = path.parent.name == "solutions" and (ROOT / "notebooks" / f"{node.module}.py").exists()
+                from_notebook = (path.parent.name == "solutions"
+                                 and (ROOT / "notebooks" / f"{node.module}.py").exists())
                 # a later notebook imports an earlier notebook's lesson module instead of writing it again
                 assert node.module in written or from_notebook or _written_earlier(path, node.module), (
                     f"{path.name} imports {node.module} before a cell writes it")
@@ -98,7 +101,8 @@ def lesson_pieces_from_loaderlab(source: str) -> list[str]:
                 is_piece = (
                     (inspect.isclass(obj) and issubclass(obj, (Dataset, IterableDataset, Sampler)))
                     or "collate" in alias.name or "worker_init" in alias.name
-                    or (inspect.isfunction(obj) and "DataLoader" in str(inspect.signature(obj).return_annotation))
+                    or (inspect.isfunction(obj)
+                        and "DataLoader" in str(inspect.signature(obj).return_annotation))
                 )
                 if is_piece:
                     found.append(f"{node.module}.{alias.name}")
@@ -112,7 +116,8 @@ def test_converted_notebooks_take_no_lesson_code_from_the_package(path):
         pieces += lesson_pieces_from_loaderlab(source)
         for node in ast.walk(ast.parse(python_of(source))):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                         else [a.name for a in node.names])
                 if any(n.split(".")[0] == "loaderlab" for n in names):
                     import_lines += node.end_lineno - node.lineno + 1
     assert not pieces, f"{path.name} imports lesson code from loaderlab: {pieces}; write it in a visible cell"
@@ -153,7 +158,8 @@ def test_every_snippet_shown_is_an_excerpt_of_a_tested_snippet_file(path):
 def test_snippet_files_run_without_loaderlab():
     for path in SNIPPETS:
         tree = ast.parse(path.read_text())
-        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported = {a.name.split(".")[0]
+                    for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "loaderlab" not in imported, f"docs/snippets/{path.name} imports loaderlab"
     code = ("import runpy, sys; sys.modules['loaderlab'] = None\n"

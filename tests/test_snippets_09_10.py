@@ -81,5 +81,6 @@ def test_unpadded_sampler_asks_the_process_group_and_evaluate_counts_each_sample
 def test_notebook_10_shows_the_snippets_unpadded_sampler_in_a_cell():
     text = (ROOT / "docs" / "snippets" / "ddp_epochs.py").read_text()
     cls = text[text.index("class UnpaddedDistributedSampler"):text.index("\n\n\ndef evaluate")]
-    cells = [c.source for c in nbformat.read(ROOT / "notebooks" / "10_distributed_sampling.ipynb", as_version=4).cells]
+    notebook = nbformat.read(ROOT / "notebooks" / "10_distributed_sampling.ipynb", as_version=4)
+    cells = [c.source for c in notebook.cells]
     assert cls in cells

@@ -21,7 +21,8 @@ def test_sharded_stream_reads_every_item_once_over_ranks_and_workers(num_workers
         stream = stream_class(29, rank=rank, world_size=2)
         with warnings.catch_warnings():  # 3 workers exceed the suggested maximum on 2 cores
             warnings.simplefilter("ignore", UserWarning)
-            seen = [i for batch in DataLoader(stream, batch_size=4, num_workers=num_workers) for i in batch.tolist()]
+            loader = DataLoader(stream, batch_size=4, num_workers=num_workers)
+            seen = [i for batch in loader for i in batch.tolist()]
         assert len(seen) == len(stream)  # len() is the rank's share, whatever num_workers is
         items += seen
         shares.append(len(seen))
@@ -31,8 +32,8 @@ def test_sharded_stream_reads_every_item_once_over_ranks_and_workers(num_workers
 def test_shuffle_buffer_epochs_deliver_every_item_once_in_a_new_order(no_leaked_workers):
     stream = snippet("sharded_iterable").RankWorkerShardedStream(400)  # no process group: workers only
     batches = []
-    snippet("shuffle_buffer").train_epochs(stream, batches.append, num_epochs=2, buffer_size=32, batch_size=50,
-                                           num_workers=2)
+    snippet("shuffle_buffer").train_epochs(stream, batches.append, num_epochs=2, buffer_size=32,
+                                           batch_size=50, num_workers=2)
     items = [i for batch in batches for i in batch.tolist()]
     epochs = [items[:400], items[400:]]
     assert [sorted(e) for e in epochs] == [list(range(400))] * 2

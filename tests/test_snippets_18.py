@@ -26,7 +26,8 @@ def test_loader_limits_names_the_smallest_limit():
 @pytest.mark.course
 def test_workers_to_keep_up_keeps_a_real_loop_from_waiting():
     module = snippet("loader_limits")
-    workers = module.workers_to_keep_up(sample_s=0.005, batch_size=4, step_s=0.012)  # 20 ms a batch, 12 ms a step
+    # 20 ms a batch, 12 ms a step
+    workers = module.workers_to_keep_up(sample_s=0.005, batch_size=4, step_s=0.012)
     assert workers == 2
     dataset = lesson("lesson18").SyntheticSamples(n=48, cpu_ms=0.0, io_ms=5.0)  # reads only: no core needed
     waited = {}

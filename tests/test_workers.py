@@ -1,4 +1,5 @@
-"""Unit tests for the instruments notebooks 01, 03 and 15 use (loaderlab.measure): counts and ratios, not wall-clock luck."""
+"""Unit tests for the instruments notebooks 01, 03 and 15 use (loaderlab.measure): counts and ratios,
+not wall-clock luck."""
 
 from __future__ import annotations
 

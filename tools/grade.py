@@ -56,7 +56,8 @@ PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints t
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
 ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
-IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M)
+IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)",
+                     re.M)
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "loaderlab-course"
 LEFT_OUT = ("solutions/", "tests/", ".ci/", "build/", "site/", "wheelhouse/", "conftest.py", "mkdocs.yml",
-            "docs/answers.md", "docs/instructor.md", "tools/grade.py", "tools/make_labs.py", "tools/make_student.py",
-            "tools/soak.py", "tools/build_site.py")
+            "docs/answers.md", "docs/instructor.md", "tools/grade.py", "tools/make_labs.py",
+            "tools/make_student.py", "tools/soak.py", "tools/build_site.py")
 NOT_FILES = re.compile(r"(^|/)(\.git|\.venv|__pycache__|\.ipynb_checkpoints|\.pytest_cache|\.ruff_cache|"
                        r"\.cache|[^/]*\.egg-info)(/|$)|^labs/lab[^/]*\.py$")
 LESSON_IMPORT = re.compile(r"(?:from|import) (lesson\w+)")
@@ -62,11 +62,13 @@ def problems(files: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv[:-1] else ROOT / "build" / "loaderlab-student.zip"
+    default = ROOT / "build" / "loaderlab-student.zip"
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv[:-1] else default
     files = course_files()
     wrong = problems(files)
     if wrong:
-        print(f"make student: not written: {wrong[0]}" + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""))
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        print(f"make student: not written: {wrong[0]}" + more)
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:

@@ -402,7 +402,8 @@ def check_loader() -> Result:
     from loaderlab.processes import is_multiprocessing_helper
 
     me = os.getpid()
-    new = [p for p in psutil.Process().children() if p.pid not in before and not is_multiprocessing_helper(p, me)]
+    new = [p for p in psutil.Process().children()
+           if p.pid not in before and not is_multiprocessing_helper(p, me)]
     _, left = psutil.wait_procs(new, timeout=5)
     if left:
         return Result(FAIL, f"{len(left)} worker processes outlived the epoch", "report it to the instructor")

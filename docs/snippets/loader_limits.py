@@ -17,7 +17,8 @@ def loader_limits(num_workers, sample_s, sample_cpu_s, batch_size, step_s, free_
         free_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     limits = {
         "workers": num_workers / sample_s if sample_s else math.inf,  # each worker reads one sample at a time
-        "free cores": free_cores / sample_cpu_s if sample_cpu_s else math.inf,  # waits need no core, decoding does
+        # waits need no core, decoding does
+        "free cores": free_cores / sample_cpu_s if sample_cpu_s else math.inf,
         "step": batch_size / step_s if step_s else math.inf,  # the loop cannot take batches faster
     }
     return limits, min(limits, key=limits.get)

@@ -14,7 +14,8 @@ from torch.utils.data import Dataset
 
 
 def pack_rows(rows):
-    """All rows' UTF-8 bytes in one uint8 tensor, plus int64 offsets: row i is buffer[offsets[i]:offsets[i + 1]]."""
+    """All rows' UTF-8 bytes in one uint8 tensor, plus int64 offsets: row i is
+    buffer[offsets[i]:offsets[i + 1]]."""
     encoded = [row.encode() for row in rows]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(b) for b in encoded], out=offsets[1:])

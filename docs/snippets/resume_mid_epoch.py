@@ -63,7 +63,8 @@ def resume(path, loader, model, optimizer):
     """Restore a checkpoint: the next `for batch in loader` continues the saved epoch."""
     checkpoint = torch.load(path, weights_only=True)
     if checkpoint["num_workers"] != loader.num_workers:  # torchdata's check is a bare assert
-        raise ValueError(f"resume with num_workers={checkpoint['num_workers']} as saved, not {loader.num_workers}")
+        raise ValueError(f"resume with num_workers={checkpoint['num_workers']} as saved, "
+                         f"not {loader.num_workers}")
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
     loader.load_state_dict(checkpoint["loader"])

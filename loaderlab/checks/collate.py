@@ -82,7 +82,8 @@ def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str)
         raise wrong(f"padded has shape {tuple(padded.shape)}, expected {tuple(ref_padded.shape)} "
                     f"(batch size, longest sequence).")
     if not torch.equal(padded, ref_padded):
-        left = torch.stack([torch.cat([tokens.new_zeros(width - len(tokens)), tokens]) for tokens, _ in samples])
+        left = torch.stack([torch.cat([tokens.new_zeros(width - len(tokens)), tokens])
+                            for tokens, _ in samples])
         if torch.equal(padded, left):
             raise wrong("the padding comes before the tokens (left padding): put it after them, "
                         "as pad_sequence does.")
@@ -148,7 +149,8 @@ def _batches(result: Any, call: str) -> list[list[int]]:
         try:
             batches.append([operator.index(i) for i in batch])
         except TypeError:
-            raise Wrong(f"{call}: batch {k} is not a list of int indices ({batch!r:.40}). {BUCKET_HINT}") from None
+            raise Wrong(f"{call}: batch {k} is not a list of int indices ({batch!r:.40}). "
+                        f"{BUCKET_HINT}") from None
     return batches
 
 
@@ -160,7 +162,8 @@ def _partition(result: Any, n: int, batch_size: int, call: str) -> list[list[int
         raise Wrong(f"{call} contains an empty batch. {BUCKET_HINT}")
     biggest = max((len(b) for b in batches), default=0)
     if biggest > batch_size:
-        raise Wrong(f"{call} has a batch of {biggest} indices, more than batch_size={batch_size}. {BUCKET_HINT}")
+        raise Wrong(f"{call} has a batch of {biggest} indices, more than batch_size={batch_size}. "
+                    f"{BUCKET_HINT}")
     counts = collections.Counter(i for batch in batches for i in batch)
     outside = sorted(i for i in counts if not 0 <= i < n)
     if outside:
@@ -188,7 +191,8 @@ def check_bucket_batches(bucket_batches: Callable[[list[int], int, int, int], An
     runs: dict[tuple[int, int], list[list[int]]] = {}
     for epoch, seed in ((0, 0), (1, 0), (0, 1)):
         call = f"bucket_batches({n} lengths, batch_size={size}, epoch={epoch}, seed={seed})"
-        runs[epoch, seed] = batches = _partition(bucket_batches(list(lengths), size, epoch, seed), n, size, call)
+        drawn = bucket_batches(list(lengths), size, epoch, seed)
+        runs[epoch, seed] = batches = _partition(drawn, n, size, call)
         waste = padding_waste(batches, lengths)
         if waste >= MAX_WASTE:
             raise Wrong(f"{call} pads {waste:.0%} of all tokens, the limit is {MAX_WASTE:.0%}: put "

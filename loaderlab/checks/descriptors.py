@@ -1,8 +1,8 @@
 """Checker for lab 15: keep every batch of a worker loader without running out of descriptors.
 Under Linux's ``file_descriptor`` strategy every tensor from a worker holds a descriptor while it
 lives (notebook 15); the lab's experiment (``loaderlab.labs.descriptors.keep_in_child``) keeps them
-in a forked child with ``HEADROOM`` descriptors to spare, and this judges its report. Linux only: elsewhere batches
-travel by name (``file_system``), which costs no descriptor."""
+in a forked child with ``HEADROOM`` descriptors to spare, and this judges its report. Linux only:
+elsewhere batches travel by name (``file_system``), which costs no descriptor."""
 
 from __future__ import annotations
 

@@ -63,7 +63,8 @@ def _per_rank(result: Any, world_size: int, what: str, hint: str) -> list[list[i
         if isinstance(shard, torch.Tensor) and shard.dim() <= 1:
             shard = shard.reshape(-1).tolist()
         if not isinstance(shard, (list, tuple)):
-            raise Wrong(f"{what}, rank {rank}: expected a list of indices, got {type(shard).__name__}. {hint}")
+            raise Wrong(f"{what}, rank {rank}: expected a list of indices, "
+                        f"got {type(shard).__name__}. {hint}")
         shards.append([_index(i, f"{what}, rank {rank}", hint) for i in shard])
     return shards
 

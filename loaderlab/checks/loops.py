@@ -67,7 +67,8 @@ def manual_batches(
     if len(features) != len(labels):
         raise ValueError(f"features has {len(features)} rows but labels has {len(labels)}")
     chunks = [list(order[start : start + batch_size]) for start in range(0, len(order), batch_size)]
-    return [(torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk])) for chunk in chunks]
+    return [(torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk]))
+            for chunk in chunks]
 
 
 def _diagnose(loader: DataLoader, expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,

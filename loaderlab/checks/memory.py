@@ -35,7 +35,8 @@ class WorkerGrowth:
     growth_mb: list[float]
 
 
-def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0) -> WorkerGrowth:
+def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500,
+                  seed: int = 0) -> WorkerGrowth:
     """Return the items of one shuffled epoch over ``dataset`` in forked workers (inherited, not
     pickled: it may be defined in a notebook), and each worker's USS growth in MB from the gate."""
     require_positive(num_workers, "num_workers")

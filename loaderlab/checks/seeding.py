@@ -134,7 +134,8 @@ def check_worker_init_fn(candidate: Callable[[int], Any], dataset: Dataset) -> s
                         f"{duplicates}. {HINT}")
         if count and not run.rng_changed:
             raise Wrong(f"dataset.rng was not reseeded, so both workers draw from identical copies of it: "
-                        f"{duplicates}. Hint: in worker_init_fn, set get_worker_info().dataset.rng; {HINT[6:]}")
+                        f"{duplicates}. Hint: in worker_init_fn, set get_worker_info().dataset.rng; "
+                        f"{HINT[6:]}")
         if count:
             raise Wrong(f"both workers got the same seed (a constant?): {duplicates}: seed from "
                         f"get_worker_info().seed, which differs per worker and per epoch. {HINT}")

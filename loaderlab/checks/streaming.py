@@ -85,7 +85,8 @@ def _readings(make_dataset: Callable[..., Any]) -> dict[tuple[int, int], list[li
                     raise Wrong(f"make_dataset returned {type(dataset).__name__}: return an "
                                 f"IterableDataset (a class with __iter__). {HINT_WORKERS}")
                 try:
-                    per_rank.append(_read(dataset, workers, 4 * N, f"rank {rank} of {world} with num_workers={workers}"))
+                    setup = f"rank {rank} of {world} with num_workers={workers}"
+                    per_rank.append(_read(dataset, workers, 4 * N, setup))
                 except AttributeError as exc:
                     if workers == 0 and "NoneType" in str(exc):
                         raise Wrong(f"with num_workers=0 your dataset raised AttributeError ({exc}): "
@@ -125,14 +126,16 @@ def _diagnose(readings: dict[tuple[int, int], list[list[int]]]) -> None:
         setup = f"with world_size={world} and num_workers={workers}"
         outside = [i for i in delivered if not 0 <= i < N]
         if outside:
-            raise Wrong(f"{setup} your stream yields {outside[0]}, which is not in range({N}). {HINT_WORKERS}")
+            raise Wrong(f"{setup} your stream yields {outside[0]}, which is not in range({N}). "
+                        f"{HINT_WORKERS}")
         missing = sorted(set(range(N)) - set(delivered))
         if missing:
             readers = world * max(workers, 1)
             remainder = N % readers
             why = (f"blocks of n // {readers} lose the last {remainder} item(s) — give the "
                    f"remainder to some readers (or deal items round-robin)"
-                   if missing == list(range(N - remainder, N)) else "every item must reach exactly one reader")
+                   if missing == list(range(N - remainder, N))
+                   else "every item must reach exactly one reader")
             raise Wrong(f"{setup}, {len(missing)} of {N} items never arrive (e.g. item {missing[-1]}): "
                         f"{why}. {HINT_RANKS}")
 
@@ -151,6 +154,7 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
                     f"items: create the iterator inside __iter__, not in __init__. {HINT_WORKERS}")
     method = worker_start_method(dataset)
     how = (f"real workers started by {method}" if method else
-           "workers simulated in-process: your class is defined in the notebook and this platform cannot fork")
+           "workers simulated in-process: your class is defined in the notebook and this platform "
+           "cannot fork")
     return (f"all {N} items arrive exactly once for world sizes {list(WORLD_SIZES)} × "
             f"num_workers {list(NUM_WORKERS)} ({len(readings)} setups, {how})")

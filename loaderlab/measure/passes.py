@@ -360,7 +360,8 @@ class Tracer:
         are then shut down (unless they persist), as the end of a ``for`` loop does.
         """
         if not isinstance(batches, Iterable):
-            raise TypeError(f"watch() needs a DataLoader or another iterable of batches, got {type(batches).__name__}")
+            raise TypeError("watch() needs a DataLoader or another iterable of batches, "
+                            f"got {type(batches).__name__}")
         require_positive(max_batches, "max_batches", allow_none=True)
         self.run, self._loader = Pass(), batches
         return timed_batches(batches, self.run, max_batches)
