@@ -102,13 +102,17 @@ class ProbeDataset(AttributeForwarding, Dataset):
 
 
 class ProbeIterable(AttributeForwarding, IterableDataset):
-    """Wraps an IterableDataset; yields the fingerprint of each item."""
+    """Wraps an IterableDataset; yields ``(worker id or -1, fingerprint)`` for each item."""
 
     def __init__(self, dataset: IterableDataset) -> None:
         object.__setattr__(self, "_inner", dataset)
 
-    def __iter__(self) -> Iterator[str]:
-        return map(fingerprint, self._inner)
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type] - TypeError when the stream has no length
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        worker = getattr(get_worker_info(), "id", -1)
+        return ((worker, fingerprint(item)) for item in self._inner)
 
 
 class _CopyPickler(pickle.Pickler):
