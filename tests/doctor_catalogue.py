@@ -551,7 +551,7 @@ def fixed_worker_cache() -> DataLoader:
 
 NO_SPEED = ["--probes", "pickling,collate,coverage,stream,batches,random,persistent,samplers,containers"]
 SPEED = ["--probes", "speed"]
-HOOK = ["--between-epochs", "lesson17_loaders:set_sampler_epoch"]
+HOOK = ["--between-epochs", "doctor_catalogue:set_sampler_epoch"]
 CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both, extra options for the fix)
     "broken_last_batch_of_one": ("batch.last_size_1", "fixed_last_batch_of_one", NO_SPEED, []),
     "broken_too_few_workers": ("speed.more_workers", "fixed_too_few_workers", SPEED, []),
