@@ -122,9 +122,9 @@ def stretch_rates(run: Pass, skip: int, stretches: int = 3) -> list[float]:
     """Return samples/s over ``stretches`` consecutive stretches of a pass after its first ``skip``
     batches (those made during start-up), on the loop's clock (arrival to arrival, the loop body
     included), or [] when a stretch would be shorter than 2 rounds. A round is a batch from each
-    worker (at least 2 batches): with several workers batches arrive in bursts, one per round. A
+    worker (1 batch without workers): with several workers batches arrive in bursts, one per round. A
     stretch's longest round counts as its median one: one pause of a busy machine does not decide."""
-    rounds = max(2, run.num_workers)
+    rounds = max(1, run.num_workers)
     arrivals, sizes = run.received_s[skip - 1:], run.sizes[skip:]
     each = len(sizes) // stretches // rounds * rounds
     if each < 2 * rounds:
