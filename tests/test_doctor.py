@@ -178,7 +178,7 @@ def test_more_workers_than_cores_gets_the_measured_verdict(monkeypatch, capfd, n
     over = next(f for f in report.findings if f.code == "speed.workers_over_cores")
     speed = report.figures["speed"]
     assert list(speed["samples_per_s"]) == [3, 1] and over.figures["best"] == 1 and over.figures["cores"] == 1
-    assert over.severity == ("info" if over.figures["ratio"] >= 1.5 else "warning")
+    assert over.severity == ("info" if over.figures["ratio"] >= 1.5 else "warning")  # 3 workers gain 1.5x?
     assert f"{over.figures['ratio']}x" in over.message and "samples/s" in over.message
     assert "torch.worker_count" in report.codes() and capfd.readouterr().err == ""
 
@@ -486,3 +486,25 @@ def test_cli_rejects_bad_probes_and_hooks(capsys):
     assert main(["doctor", "--between-epochs", "doctor_catalogue:CATALOGUE", "doctor_catalogue:fixed_collate"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert "--probes must be" in err[0] and "not a function" in err[1]
+
+
+class Warns(Dataset):
+    """Every fetch warns, in this process and in the workers."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        warnings.warn(f"sample {index} looks odd", UserWarning, stacklevel=1)
+        time.sleep(0.002)
+        return torch.tensor([index])
+
+
+def test_warnings_become_one_finding_and_spawned_workers_print_none(capfd, no_leaked_workers):
+    loader = DataLoader(Warns(), batch_size=4, num_workers=1, multiprocessing_context="spawn")
+    report = doctor(loader, probes=["collate", "speed"], workers=(0,), time_budget_s=60)  # spawn: seconds
+    found = [f for f in report.findings if f.code == "loader.warning"]
+    assert len(found) == 1 and found[0].severity == "warning"  # one finding per line that warns
+    assert "sample 0 looks odd" in found[0].message and found[0].figures["times"] > 4  # collate's 4 + speed's
+    assert list(report.figures["speed"]["samples_per_s"]) == [1, 0]
+    assert capfd.readouterr().err == ""  # neither this process nor a spawned worker printed it

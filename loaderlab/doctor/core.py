@@ -16,7 +16,7 @@ from loaderlab._validate import require_positive, require_seconds
 from loaderlab.doctor.findings import PROBES, SEVERITIES, Finding, finding
 from loaderlab.doctor.probes import Doctor
 from loaderlab.doctor.report import Report
-from loaderlab.doctor.workers import copied
+from loaderlab.doctor.workers import QuietWorkers, copied
 from loaderlab.env import progress as progress_bar
 from loaderlab.loaders import rebuild
 from loaderlab.messages import one_line
@@ -34,7 +34,8 @@ def describe(loader: DataLoader) -> str:
 
 def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
     """Return a loader like ``loader`` over copies of its dataset, samplers and generator (pickled
-    together: the samplers still point at the copied dataset), or ``(None, why)``."""
+    together: the samplers still point at the copied dataset), whose workers print no warning,
+    or ``(None, why)``."""
     objects, problem = copied((loader.dataset, loader.sampler, loader.batch_sampler, loader.generator))
     if objects is None:
         return None, problem
@@ -49,7 +50,7 @@ def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
         copies.update(batch_sampler=batch_sampler)
     else:
         copies.update(sampler=sampler)
-    return rebuild(loader, **copies), None
+    return rebuild(loader, worker_init_fn=QuietWorkers(loader.worker_init_fn), **copies), None
 
 
 def doctor(
@@ -139,8 +140,11 @@ def _validated(time_budget_s: float, max_batches: int, shm_bytes: int | None, st
 
 
 def warning_findings(raised: list[tuple[warnings.WarningMessage, str]]) -> list[Finding]:
-    """Return one finding per distinct warning raised while probing (torch's have codes of their own)."""
-    found: dict[tuple[str, str], Finding] = {}
+    """Return one finding per place that warned while probing (category, file and line, as
+    Python's own "default" filter counts them), with the first text and how often it came;
+    torch's known warnings have codes of their own, one finding each."""
+    first: dict[tuple[Any, ...], tuple[warnings.WarningMessage, str, str, str]] = {}
+    count: dict[tuple[Any, ...], int] = {}
     for w, probe in raised:
         text = " ".join(str(w.message).split()).split(" (Triggered internally at")[0]
         text = text if len(text) <= 240 else text[:237] + "..."
@@ -152,7 +156,12 @@ def warning_findings(raised: list[tuple[warnings.WarningMessage, str]]) -> list[
             code = "torch.pin_memory"
         else:
             code = "loader.warning"
+        key = (code,) if code != "loader.warning" else (code, w.category, w.filename, w.lineno)
+        first.setdefault(key, (w, probe, code, text))
+        count[key] = count.get(key, 0) + 1
+    found = []
+    for key, (w, probe, code, text) in first.items():
         where = "creating the loader" if probe == "any" else f"{probe} probe"
-        found.setdefault((code, text), finding(code, probe=probe, text=text, category=w.category.__name__,
-                                               where=where))
-    return list(found.values())
+        found.append(finding(code, probe=probe, text=text, category=w.category.__name__, where=where,
+                             times=count[key]))
+    return found

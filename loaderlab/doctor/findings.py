@@ -176,7 +176,7 @@ FINDINGS: dict[str, Spec] = {
         "pin_memory=True helps only host-to-accelerator copies; without an accelerator it does nothing.",
         "03", "## 6. `pin_memory` without an accelerator"),
     "loader.warning": Spec(
-        "warning", "any", "{category} raised while probing ({where}): {text}",
+        "warning", "any", "{category} raised {times} time(s) while probing (first: {where}): {text}",
         "Run one epoch with num_workers=0 under python -W error to see the line that warns.",
         "17", "## 2. Reading a report"),
 }

@@ -555,10 +555,11 @@ class Doctor:
         growth: dict[int, float] = {}
         memory_at = max([w for w in others if w >= 2] or [user if user >= 2 else -1])
         for w in [user, *others]:
-            if passes and (self.left() <= self.startup_s + 0.5 or window < 0.2):
+            if passes and (self.left() < 0.2 or w and self.left() <= self.startup_s + 0.5):
                 self.figures.setdefault("speed", {})["not_compared"] = f"num_workers={w}: time budget spent"
                 break
-            copy = rebuild(self.work, num_workers=w, persistent_workers=False)
+            context = self.work.multiprocessing_context if w else None  # torch refuses one without workers
+            copy = rebuild(self.work, num_workers=w, persistent_workers=False, multiprocessing_context=context)
             # the batches made during start-up wait in the buffer: 6 rounds more are timed
             batches = max(self.max_batches, self._buffered(w) + 6 * max(2, w))
             passes[w] = self._timed(copy, w, window, batches, growth if w == memory_at else None)
@@ -646,9 +647,10 @@ class Doctor:
         same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
         if user > cores:
             gain = round(mine / theirs, 2)
-            pays = mine >= LARGE * theirs and beyond
-            verdict = ("the extra workers pay off (samples wait, on disk or network)" if pays else
-                       f"the {user - other} extra workers gain nothing here and each costs memory and start-up")
+            pays = mine >= LARGE * theirs
+            verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs memory "
+                       "and start-up" if not pays else "the extra workers pay off (samples wait, on disk or "
+                       "network)" if beyond else "the extra workers seem to pay off, within noise")
             advice = ("Keep them; samples that wait (not compute) gain from more workers than cores." if pays
                       else f"Use num_workers={other}: one worker per core is enough for samples that compute.")
             self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,

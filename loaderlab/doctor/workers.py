@@ -7,6 +7,7 @@ import copy
 import hashlib
 import io
 import pickle
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -64,6 +65,20 @@ def state_of(dataset: Any) -> dict[str, str]:
     small = (*_SCALARS, str, bytes, type(None))
     return {k: fingerprint(v) for k, v in getattr(dataset, "__dict__", {}).items() if isinstance(v, small)
             or isinstance(v, (torch.Tensor, np.ndarray)) and np.prod(v.shape) <= 64}
+
+
+class QuietWorkers:
+    """The probe loaders' ``worker_init_fn``: warnings in a worker are not printed (the doctor
+    reports those this process sees; a forked worker would record them in its own copy of the
+    doctor's list anyway), then the loader's own ``worker_init_fn`` runs."""
+
+    def __init__(self, worker_init_fn: Any = None) -> None:
+        self.worker_init_fn = worker_init_fn
+
+    def __call__(self, worker_id: int) -> None:
+        warnings.simplefilter("ignore")
+        if self.worker_init_fn is not None:
+            self.worker_init_fn(worker_id)
 
 
 def identity(batch: Any) -> Any:
