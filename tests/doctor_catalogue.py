@@ -581,3 +581,7 @@ CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both
 }
 BROKEN = {broken: code for broken, (code, *_) in CATALOGUE.items()}  # loader -> the finding it must get
 FIXED = {fixed: code for code, fixed, *_ in CATALOGUE.values()}  # loader -> a finding it must not get
+
+
+def typical_loader() -> DataLoader:  # no pitfall: 1 ms reads, shuffled, 2 workers (the doctor's timing case)
+    return DataLoader(Samples(2048, latency_s=0.001), batch_size=32, shuffle=True, num_workers=2)
