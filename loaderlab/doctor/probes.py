@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import multiprocessing
@@ -45,6 +46,7 @@ MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing fro
 NO_WORKERS = ("pickling", "collate", "coverage", "batches", "samplers", "containers")  # run on a spent budget
 SPEED_S = 4.0  # the speed probe's timed windows (start-up excluded) take at most this, all passes together
 LARGE = 1.5  # a measured gain or loss this large is a warning; a smaller one is a note
+SCHEDSTAT = "/proc/self/schedstat"  # cpu_ns run_delay_ns timeslices (Linux)
 MAX_DRAWS = 1_000_000  # the coverage probe counts at most this many indices of one epoch
 
 
@@ -102,6 +104,12 @@ def _container_mb(value: Any) -> float | None:
     each = [sum(map(sys.getsizeof, x)) if isinstance(value, dict) else sys.getsizeof(x) for x in first]
     mb = (sys.getsizeof(value) + len(value) * (sum(each) / 64)) / MB
     return mb if mb >= 4 else None
+
+
+def _run_delay() -> float:
+    """Return the seconds this process has spent queued for a CPU core (Linux schedstat)."""
+    with open(SCHEDSTAT) as f:
+        return int(f.read().split()[1]) / 1e9
 
 
 def _length(dataset: Any) -> int | None:
@@ -547,9 +555,31 @@ class Doctor:
         most = max(2, min(cores, 4))
         return [most] if user < most else [0]
 
+    def fetch_profile(self, most: int = 16, seconds: float = 1.0) -> dict[str, Any] | None:
+        """Return where a sample's fetch time goes, from up to ``most`` fetches in this process:
+        CPU time, time queued for a core (Linux's schedstat ``run_delay``: what other jobs cost),
+        and the rest, spent waiting (sleep, disk, network); None without /proc/self/schedstat."""
+        if self.n is None or not os.path.exists(SCHEDSTAT):
+            return None
+        wall = cpu = queued = 0.0
+        k, deadline = min(self.n, most), time.perf_counter() + seconds
+        for j in range(k):
+            t0, c0, q0 = time.perf_counter(), time.process_time(), _run_delay()
+            self.dataset[(j * self.n) // k]
+            wall, cpu = wall + time.perf_counter() - t0, cpu + time.process_time() - c0
+            queued += _run_delay() - q0
+            if time.perf_counter() > deadline:
+                k = j + 1
+                break
+        waiting = max(0.0, wall - cpu - queued)
+        return {"fetches": k, "cpu_ms": round(1000 * cpu / k, 2), "queued_ms": round(1000 * queued / k, 2),
+                "waiting_ms": round(1000 * waiting / k, 2), "computes": cpu >= waiting}
+
     def speed(self) -> None:
         cores, user = usable_cores(), self.loader.num_workers
         others = self.candidates(cores)
+        if user > cores:  # do the samples compute or wait? (the extra workers can gain only on waits)
+            self.figures.setdefault("speed", {})["fetch"] = self.fetch_profile()
         window = min(self.left(), SPEED_S) / (1 + len(others))
         passes: dict[int, Pass] = {}
         growth: dict[int, float] = {}
@@ -587,6 +617,8 @@ class Doctor:
             return timed_pass(copy, batches, window, self.step_s or None, kill=True)
         before = {p.pid for p in live_workers()}
         sampler = WorkerMemorySampler(include_main=False)  # no thread: two readings, taken here
+        gc.collect()  # forked workers inherit the collector's counts: a full collection due soon would
+        # run in each worker and copy every page holding an object, growth no dataset caused
         marks: list[int] = []
 
         def read_memory(count: int) -> None:
@@ -647,10 +679,19 @@ class Doctor:
         same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
         if user > cores:
             gain = round(mine / theirs, 2)
-            pays = mine >= LARGE * theirs
-            verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs memory "
-                       "and start-up" if not pays else "the extra workers pay off (samples wait, on disk or "
-                       "network)" if beyond else "the extra workers seem to pay off, within noise")
+            fetch = self.figures["speed"].get("fetch")
+            computes = bool(fetch and fetch["computes"])
+            pays = mine >= LARGE * theirs and not computes
+            if computes:
+                verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of waiting: "
+                           f"samples that compute cannot go faster than {cores} core(s), so the {user - other} "
+                           "extra workers gain only CPU time that other jobs on this machine would get")
+            elif pays:
+                verdict = ("the extra workers pay off (samples wait, on disk or network)" if beyond else
+                           "the extra workers seem to pay off, within noise")
+            else:
+                verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs memory "
+                           "and start-up")
             advice = ("Keep them; samples that wait (not compute) gain from more workers than cores." if pays
                       else f"Use num_workers={other}: one worker per core is enough for samples that compute.")
             self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,
