@@ -414,7 +414,7 @@ def broken_held_rng() -> DataLoader:  # notebook 07: section 1's loader
     return DataLoader(HeldRng(32), batch_size=4, num_workers=2)
 
 
-def fixed_held_rng() -> DataLoader:  # the one seeding recipe: keep the seed, build the generator in the worker
+def fixed_held_rng() -> DataLoader:  # the one seeding recipe: a seed kept, the generator built in the worker
     return DataLoader(LazyRng(32), batch_size=4, num_workers=2)
 
 

@@ -47,7 +47,8 @@ def doctor_cli(name: str, options: list[str], as_json: bool = False) -> tuple[in
 
 def raw_stderr(err: str) -> list[str]:
     """Return what stderr holds besides the progress bar's redrawn lines ("doctor: ...")."""
-    return [part for part in err.replace("\r", "\n").splitlines() if part.strip() and not part.startswith("doctor")]
+    parts = err.replace("\r", "\n").splitlines()
+    return [part for part in parts if part.strip() and not part.startswith("doctor")]
 
 
 @pytest.mark.parametrize("broken", list(cat.CATALOGUE))

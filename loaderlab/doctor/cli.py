@@ -61,7 +61,8 @@ def loader_factory(target: str) -> Callable[[], Any]:
         except Exception as exc:  # noqa: BLE001 - the user's factory failing is reported in one line
             raise UsageError(f"calling {target}() raised {type(exc).__name__}: {exc}") from exc
         if not _is_loader(made):
-            raise UsageError(f"{target}() returned a {type(made).__name__}, not a torch.utils.data.DataLoader")
+            raise UsageError(f"{target}() returned a {type(made).__name__}, "
+                             "not a torch.utils.data.DataLoader")
         return made
 
     return make
@@ -101,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
         shm = 1.0 if args.shm_mb is None else args.shm_mb
-        if workers == [] or min(args.time_budget, args.max_batches, shm) <= 0 or min(args.step, *(workers or [0])) < 0:
+        negative = min(args.step, *(workers or [0])) < 0
+        if workers == [] or min(args.time_budget, args.max_batches, shm) <= 0 or negative:
             raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, "
                              "--step and --workers >= 0")
         probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]

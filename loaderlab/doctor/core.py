@@ -132,7 +132,8 @@ def _validated(time_budget_s: float, max_batches: int, shm_bytes: int | None, st
         if not workers or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in workers):
             raise ValueError(f"workers must list ints >= 0, got {workers!r}")
     if between_epochs is not None and not callable(between_epochs):
-        raise TypeError(f"between_epochs must be callable(loader, epoch), got {type(between_epochs).__name__}")
+        got = type(between_epochs).__name__
+        raise TypeError(f"between_epochs must be callable(loader, epoch), got {got}")
     chosen = [] if isinstance(probes, str) else list(probes)
     if isinstance(probes, str) or any(p not in PROBES for p in chosen):
         raise ValueError(f"probes must be a list drawn from {PROBES}, got {probes!r}")

@@ -71,7 +71,8 @@ FINDINGS: dict[str, Spec] = {
         "11", "## 2. Shard the stream per worker"),
     "iterable.lost_items": Spec(
         "error", "stream", "one epoch delivered {delivered} of the {held} items the stream holds: {lost} "
-        "never reach training ({why}).", "{advice}", "11", "## 4. Each worker ends with its own partial batch"),
+        "never reach training ({why}).", "{advice}",
+        "11", "## 4. Each worker ends with its own partial batch"),
     "iterable.partial_batches": Spec(
         "warning", "stream", "one epoch gave {count} partial batches (sizes {sizes}) instead of at most 1: "
         "each of the {workers} workers batches its own items and ends with its own remainder.",
@@ -80,8 +81,8 @@ FINDINGS: dict[str, Spec] = {
         "11", "## 4. Each worker ends with its own partial batch"),
     "iterable.batch_of_1": Spec(
         "warning", "stream", "one epoch of the stream gave {ones} batch(es) of 1 item (batch sizes "
-        "{sizes}; items per worker {per_worker}): BatchNorm raises 'Expected more than 1 value per channel when "
-        "training' on it.",
+        "{sizes}; items per worker {per_worker}): BatchNorm raises 'Expected more than 1 value per "
+        "channel when training' on it.",
         "drop_last=True drops every worker's partial batch: {would_lose} item(s) per epoch here; to lose "
         "fewer, shard in blocks of batch_size items (worker k takes blocks k, k + num_workers, ...).",
         "11", "## 4. Each worker ends with its own partial batch"),
@@ -166,7 +167,8 @@ FINDINGS: dict[str, Spec] = {
     "torch.worker_count": Spec(
         "info", "any", "torch warned: {text}",
         "torch counts the CPU affinity only; the doctor's speed probe measures whether the extra workers "
-        "pay off (speed.workers_over_cores).", "03", "## 3. torch's own warning, and what extra workers cost"),
+        "pay off (speed.workers_over_cores).",
+        "03", "## 3. torch's own warning, and what extra workers cost"),
     "torch.iterable_length": Spec(
         "warning", "any", "torch warned: {text}",
         "An IterableDataset's __len__ must count what one epoch delivers over all workers: shard the stream "

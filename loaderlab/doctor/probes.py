@@ -353,12 +353,13 @@ class Doctor:
             self.add("iterable.duplicates", delivered=n_delivered, held=n_held, extra=extra, workers=workers)
         if lost:
             why, severity = "the workers' shards leave them out", None
-            advice = ("Keep drop_last=False and shard the stream in blocks of batch_size items (worker k takes "
-                      "blocks k, k + num_workers, ...): only the epoch's last batch is then partial.")
+            advice = ("Keep drop_last=False and shard the stream in blocks of batch_size items (worker k "
+                      "takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial.")
             if loader.drop_last:
                 why = f"drop_last=True drops the partial batch of each of the {workers} worker(s)"
                 if lost < size:  # no more than drop_last loses on a map-style loader
-                    severity, advice = "info", "Nothing to fix: fewer items than one batch sit out each epoch."
+                    severity = "info"
+                    advice = "Nothing to fix: fewer items than one batch sit out each epoch."
             self.add("iterable.lost_items", severity, delivered=n_delivered - extra, held=n_held, lost=lost,
                      why=why, advice=advice)
         elif len(partial) > 1:
@@ -384,7 +385,8 @@ class Doctor:
         deadline = time.perf_counter() + max(0.5, min(2.0, self.left() / 10))
         complete = True
         for item in source:
-            for index in item if isinstance(item, (list, tuple)) and work.batch_sampler is not None else [item]:
+            batch = isinstance(item, (list, tuple)) and work.batch_sampler is not None
+            for index in item if batch else [item]:
                 drawn += 1
                 seen.add(index)
                 outside += isinstance(index, int) and not 0 <= index < n
@@ -392,7 +394,8 @@ class Doctor:
                 complete = False
                 break
         self.figures["coverage"] = {"samples": n, "drawn": drawn, "distinct": len(seen),
-                                    "share": round(len(seen) / n, 3), "outside": outside, "whole_epoch": complete}
+                                    "share": round(len(seen) / n, 3), "outside": outside,
+                                    "whole_epoch": complete}
         weighted = next((s for s in samplers_of(work) if isinstance(s, WeightedRandomSampler)), None)
         if weighted is None or len(weighted.weights) == n:
             return
@@ -589,7 +592,8 @@ class Doctor:
                 self.figures.setdefault("speed", {})["not_compared"] = f"num_workers={w}: time budget spent"
                 break
             context = self.work.multiprocessing_context if w else None  # torch refuses one without workers
-            copy = rebuild(self.work, num_workers=w, persistent_workers=False, multiprocessing_context=context)
+            copy = rebuild(self.work, num_workers=w, persistent_workers=False,
+                           multiprocessing_context=context)
             # the batches made during start-up wait in the buffer: 6 rounds more are timed
             batches = max(self.max_batches, self._buffered(w) + 6 * max(2, w))
             passes[w] = self._timed(copy, w, window, batches, growth if w == memory_at else None)
@@ -632,7 +636,8 @@ class Doctor:
         growth.update(growth_after_start(sampler, before, marks[0] if marks else None))
         return run
 
-    def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int, cores: int) -> None:
+    def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int,
+                        cores: int) -> None:
         stretches = {w: stretch_rates(p, self._buffered(w)) for w, p in passes.items()}
         rates = {w: float(np.median(stretches[w])) if stretches[w] else None for w in passes}
         run = passes[user]  # a batch's cost: from the steady rate, else the median wait
@@ -646,13 +651,14 @@ class Doctor:
             "batches": {w: p.batches for w, p in passes.items()},
             "batch_cost_ms": None if cost_ms is None else round(cost_ms, 2)})
         if growth:
-            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1) for k, v in growth.items()}}
+            mb = {str(k): round(v, 1) for k, v in growth.items()}
+            self.figures["memory"] = {"worker_uss_growth_mb": mb}
             if max(growth.values()) >= 32:
                 self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
                          batches=passes[self.memory_workers].batches)
         if len(passes) == 1:
-            figures["verdict"] = (f"a batch costs {cost_ms:.1f} ms to make here: workers cannot make it faster"
-                                  if user == 0 and cost_ms < MATERIAL_MS else "nothing to compare")
+            cheap = f"a batch costs {cost_ms:.1f} ms to make here: workers cannot make it faster"
+            figures["verdict"] = cheap if user == 0 and cost_ms < MATERIAL_MS else "nothing to compare"
             return
         for w in passes:
             if w != user:
@@ -673,7 +679,8 @@ class Doctor:
         beyond = bool(stretches[fast] and stretches[slow]) and min(stretches[fast]) > max(stretches[slow])
         ratio = max(mine, theirs) / min(mine, theirs)
         large = beyond and ratio >= LARGE
-        how = (f"medians of {len(stretches[user])} stretches of a {self.figures['speed']['window_s'][user]} s "
+        window = self.figures["speed"]["window_s"][user]
+        how = (f"medians of {len(stretches[user])} stretches of a {window} s "
                f"window, start-up excluded" + (", every stretch faster" if beyond else ""))
         self.figures["speed"].update(compared=other, speedup=round(theirs / mine, 2), beyond_noise=beyond)
         same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
@@ -683,17 +690,19 @@ class Doctor:
             computes = bool(fetch and fetch["computes"])
             pays = mine >= LARGE * theirs and not computes
             if computes:
-                verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of waiting: "
-                           f"samples that compute cannot go faster than {cores} core(s), so the {user - other} "
-                           "extra workers gain only CPU time that other jobs on this machine would get")
+                verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of "
+                           f"waiting: samples that compute cannot go faster than {cores} core(s), so the "
+                           f"{user - other} extra workers gain only CPU time that other jobs on this machine "
+                           "would get")
             elif pays:
                 verdict = ("the extra workers pay off (samples wait, on disk or network)" if beyond else
                            "the extra workers seem to pay off, within noise")
             else:
-                verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs memory "
-                           "and start-up")
+                verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs "
+                           "memory and start-up")
             advice = ("Keep them; samples that wait (not compute) gain from more workers than cores." if pays
-                      else f"Use num_workers={other}: one worker per core is enough for samples that compute.")
+                      else f"Use num_workers={other}: one worker per core is enough for samples that "
+                      "compute.")
             self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,
                      verdict=verdict, advice=advice, **same)
         elif other > user and theirs > mine:
