@@ -681,7 +681,7 @@ class Doctor:
         large = beyond and ratio >= LARGE
         window = self.figures["speed"]["window_s"][user]
         how = (f"medians of {len(stretches[user])} stretches of a {window} s "
-               f"window, start-up excluded" + (", every stretch faster" if beyond else ""))
+               f"window, start-up excluded" + (", every stretch of the faster one ahead" if beyond else ""))
         self.figures["speed"].update(compared=other, speedup=round(theirs / mine, 2), beyond_noise=beyond)
         same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
         if user > cores:
@@ -690,10 +690,11 @@ class Doctor:
             computes = bool(fetch and fetch["computes"])
             pays = mine >= LARGE * theirs and not computes
             if computes:
+                gained = ("gain only CPU time that other jobs on this machine would get" if gain >= LARGE
+                          else "gain nothing and each costs memory and start-up")
                 verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of "
                            f"waiting: samples that compute cannot go faster than {cores} core(s), so the "
-                           f"{user - other} extra workers gain only CPU time that other jobs on this machine "
-                           "would get")
+                           f"{user - other} extra workers {gained}")
             elif pays:
                 verdict = ("the extra workers pay off (samples wait, on disk or network)" if beyond else
                            "the extra workers seem to pay off, within noise")
