@@ -9,7 +9,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 USAGE_ERROR, FOUND, CLEAN = 2, 1, 0
@@ -38,29 +38,40 @@ def resolve(target: str) -> Any:
     return obj
 
 
-def load_loader(target: str) -> Any:
-    """Return the DataLoader named by ``target``: a DataLoader, or a factory called with no argument."""
+def loader_factory(target: str) -> Callable[[], Any]:
+    """Return a function that returns the DataLoader named by ``target`` (a DataLoader, or a factory
+    called with no argument), raising ``UsageError`` when it is neither. The doctor calls it, so
+    that what the loader's creation warns is reported, not printed."""
+    obj = resolve(target)
+    if not callable(obj) and not _is_loader(obj):
+        raise UsageError(f"{target} is a {type(obj).__name__}, not a DataLoader or a function returning one")
+    if not _is_loader(obj):
+        try:
+            inspect.signature(obj).bind()
+        except TypeError as exc:
+            raise UsageError(f"{target} must be callable with no argument ({exc})") from exc
+        except ValueError:  # builtins without a signature: just call them
+            pass
+
+    def make() -> Any:
+        if _is_loader(obj):
+            return obj
+        try:
+            made = obj()
+        except Exception as exc:  # noqa: BLE001 - the user's factory failing is reported in one line
+            raise UsageError(f"calling {target}() raised {type(exc).__name__}: {exc}") from exc
+        if not _is_loader(made):
+            raise UsageError(f"{target}() returned a {type(made).__name__}, "
+                             "not a torch.utils.data.DataLoader")
+        return made
+
+    return make
+
+
+def _is_loader(obj: Any) -> bool:
     from torch.utils.data import DataLoader
 
-    obj = resolve(target)
-    if isinstance(obj, DataLoader):
-        return obj
-    if not callable(obj):
-        raise UsageError(f"{target} is a {type(obj).__name__}, "
-                         "not a DataLoader or a function returning one")
-    try:
-        inspect.signature(obj).bind()
-    except TypeError as exc:
-        raise UsageError(f"{target} must be callable with no argument ({exc})") from exc
-    except ValueError:  # builtins without a signature: just call them
-        pass
-    try:
-        made = obj()
-    except Exception as exc:  # noqa: BLE001 - the user's factory failing is reported in one line
-        raise UsageError(f"calling {target}() raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(made, DataLoader):
-        raise UsageError(f"{target}() returned a {type(made).__name__}, not a torch.utils.data.DataLoader")
-    return made
+    return isinstance(obj, DataLoader)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="exit with status 1 when a finding has this severity or worse (default: error)")
     add("--time-budget", type=float, default=15.0, help="seconds the probes may take (default 15)")
     add("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
-    add("--workers", default="0,2,4", help="num_workers values to compare with yours (default 0,2,4)")
+    add("--workers", help="num_workers values to compare with yours (default: one, from the usable cores)")
     add("--step", type=float, default=0.0, help="seconds of your training step per batch (default 0)")
     add("--probes", help="comma-separated probes to run (default: all)")
     add("--between-epochs", help="module:function(loader, epoch) your loop calls between epochs")
@@ -87,11 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     apply_start_method()
     try:
         try:
-            workers = [int(w) for w in args.workers.split(",") if w.strip()]
+            workers = None if args.workers is None else [int(w) for w in args.workers.split(",") if w.strip()]
         except ValueError:
             raise UsageError("--workers must be a comma-separated list of ints, e.g. 0,2,4") from None
         shm = 1.0 if args.shm_mb is None else args.shm_mb
-        if not workers or min(args.time_budget, args.max_batches, shm) <= 0 or min(args.step, *workers) < 0:
+        negative = min(args.step, *(workers or [0])) < 0
+        if workers == [] or min(args.time_budget, args.max_batches, shm) <= 0 or negative:
             raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, "
                              "--step and --workers >= 0")
         probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]
@@ -101,15 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hook is not None and not callable(hook):
             raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, "
                              "not a function")
-        loader = load_loader(args.target)
+        report = doctor(
+            loader_factory(args.target), time_budget_s=args.time_budget, max_batches=args.max_batches,
+            workers=workers, step_s=args.step, progress=not (args.no_progress or args.json), probes=probes,
+            between_epochs=hook, shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
+        )
     except UsageError as exc:
         print(f"loaderlab doctor: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    report = doctor(
-        loader, time_budget_s=args.time_budget, max_batches=args.max_batches, workers=workers,
-        step_s=args.step, progress=not (args.no_progress or args.json), probes=probes, between_epochs=hook,
-        shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
-    )
     print(report.to_json() if args.json else report)
     return FOUND if report.at_least(args.fail_on) else CLEAN
 

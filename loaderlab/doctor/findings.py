@@ -12,7 +12,7 @@ NB = {n[:2]: n for n in (
     "04_custom_dataset_and_caching.ipynb", "05_collate_and_padding.ipynb", "06_copy_on_write_memory.ipynb",
     "07_worker_seeds_and_reproducibility.ipynb", "08_hangs_crashes_and_lifecycle.ipynb",
     "09_weighted_sampling.ipynb", "10_distributed_sampling.ipynb", "11_iterable_datasets.ipynb",
-    "12_start_methods.ipynb", "15_shared_memory_and_file_descriptors.ipynb",
+    "12_start_methods.ipynb", "15_shared_memory_and_file_descriptors.ipynb", "17_doctor.ipynb",
 )}
 
 
@@ -71,9 +71,7 @@ FINDINGS: dict[str, Spec] = {
         "11", "## 2. Shard the stream per worker"),
     "iterable.lost_items": Spec(
         "error", "stream", "one epoch delivered {delivered} of the {held} items the stream holds: {lost} "
-        "never reach training ({why}).",
-        "Keep drop_last=False and shard the stream in blocks of batch_size items (worker k takes blocks k, k "
-        "+ num_workers, ...): only the epoch's last batch is then partial.",
+        "never reach training ({why}).", "{advice}",
         "11", "## 4. Each worker ends with its own partial batch"),
     "iterable.partial_batches": Spec(
         "warning", "stream", "one epoch gave {count} partial batches (sizes {sizes}) instead of at most 1: "
@@ -81,18 +79,31 @@ FINDINGS: dict[str, Spec] = {
         "Shard the stream in blocks of batch_size items (worker k takes blocks k, k + num_workers, ...); "
         "drop_last=True is no fix: it would lose {would_lose} items every epoch.",
         "11", "## 4. Each worker ends with its own partial batch"),
+    "iterable.batch_of_1": Spec(
+        "warning", "stream", "one epoch of the stream gave {ones} batch(es) of 1 item (batch sizes "
+        "{sizes}; items per worker {per_worker}): BatchNorm raises 'Expected more than 1 value per "
+        "channel when training' on it.",
+        "drop_last=True drops every worker's partial batch: {would_lose} item(s) per epoch here; to lose "
+        "fewer, shard in blocks of batch_size items (worker k takes blocks k, k + num_workers, ...).",
+        "11", "## 4. Each worker ends with its own partial batch"),
+    "iterable.wrong_length": Spec(
+        "warning", "stream", "len(dataset) says {reported} but one epoch delivered {delivered} items: "
+        "len(loader), a progress bar or a learning-rate schedule sized by it is off by {off}.",
+        "Make __len__ count what one epoch delivers over all workers (the whole stream, not one worker's "
+        "share), or drop __len__.", "11", "## 2. Shard the stream per worker"),
     "random.duplicate_across_workers": Spec(
         "error", "random", "the samples are random ({random}/{indices} differ when fetched twice in one "
         "process) but the same index fetched in 2 workers drew the same random value(s) ({values} per "
         "sample) in {pairs}/{pairs} pairs: every worker draws from a copy of the same generator.",
-        "Give each worker its own generator seeded from get_worker_info().seed: a worker_init_fn doing info "
-        "= get_worker_info(); info.dataset.rng = np.random.default_rng(info.seed), or a Dataset that keeps "
-        "the seed and builds its generator in the worker.",
+        "Keep a seed in the Dataset, never a generator: build the generator lazily in the worker from "
+        "get_worker_info().seed combined with your seed, and rebuild it when that seed changes "
+        "(docs/snippets/worker_seeding.py).",
         "07", "## 4. Fixes: reseed in `worker_init_fn`, or build the generator in the worker"),
     "random.repeats_across_epochs": Spec(
         "warning", "random", "epoch 2 drew the same random value(s) as epoch 1 ({values} per sample) in "
         "{compared}/{compared} fetches: each epoch's workers start from the same generator state.",
-        "Seed from get_worker_info().seed (new every epoch), not from a fixed number or worker_id.",
+        "Build the generator in the worker from get_worker_info().seed (new every epoch) combined with "
+        "the Dataset's own seed, never from a fixed number or worker_id (docs/snippets/worker_seeding.py).",
         "07", "## 7. \"Reset the generator every epoch\" repeats every epoch"),
     "persistent.stale_state": Spec(
         "error", "persistent", "after the epoch change this process's dataset has new {stale} but the "
@@ -116,6 +127,12 @@ FINDINGS: dict[str, Spec] = {
         "{dropped} sample(s) so that each rank gets {per_rank}.",
         "Keep drop_last=False (the shards are padded instead), or shard without padding "
         "(indices[rank::num_replicas]).", "10", "## 3. When the dataset does not divide by the world size"),
+    "sampler.weights_length": Spec(
+        "error", "coverage", "the WeightedRandomSampler holds {weights} weights for a dataset of {samples} "
+        "samples: one epoch draws {distinct} distinct indices, {effect}.",
+        "Give one weight per sample (len(weights) == len(dataset)): from class weights, index them by each "
+        "sample's label, weights = class_weights[labels].",
+        "09", "## 3. Weights that do balance: inverse class frequency"),
     "sampler.weighted_mix": Spec(
         "warning", "samplers", "the WeightedRandomSampler's weights give an expected class mix of {mix} per "
         "epoch (the labels alone: {plain}).",
@@ -134,23 +151,38 @@ FINDINGS: dict[str, Spec] = {
         "06", "## 2. Measure it: USS per worker, PSS in total"),
     "speed.more_workers": Spec(
         "warning", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with "
-        "your num_workers={workers} ({speedup}x, medians of {repeats} stretches, every stretch faster), once "
-        "started.",
-        "Try num_workers={best} (and measure again with your training step).",
-        "03", "## 2. How many workers? Two kinds of slow `__getitem__`"),
+        "your num_workers={workers}: {speedup}x ({how}).",
+        "{advice}", "03", "## 2. How many workers? Two kinds of slow `__getitem__`"),
     "speed.workers_slower": Spec(
         "info", "speed", "num_workers={best} delivered {best_rate:.0f} samples/s against {rate:.0f} with "
-        "your num_workers={workers} ({speedup}x, every stretch faster): each batch costs less to make than "
-        "to send between processes.",
-        "For data already in memory use num_workers=0 and fetch whole batches (__getitems__).",
+        "your num_workers={workers} ({speedup}x, {how}): each batch costs less to make than to send "
+        "between processes.",
+        "For data already in memory use num_workers=0 and fetch whole batches (__getitems__); with a "
+        "training step per batch the difference often vanishes (measure with step_s).",
         "04", "## 4. Counter-case: in-memory data plus workers is slower"),
     "speed.workers_over_cores": Spec(
-        "info", "speed", "num_workers={workers} on {cores} usable CPU cores: torch warns about it; extra "
-        "workers help only while samples wait (on disk, network), not while they compute.",
-        "Keep it if the sweep shows a gain; otherwise use at most one worker per core.",
+        "warning", "speed", "num_workers={workers} on {cores} usable CPU cores: your setting delivered "
+        "{rate:.0f} samples/s against {best_rate:.0f} with num_workers={best} ({ratio}x, {how}); {verdict}.",
+        "{advice}", "03", "## 3. torch's own warning, and what extra workers cost"),
+    "torch.worker_count": Spec(
+        "info", "any", "torch warned: {text}",
+        "torch counts the CPU affinity only; the doctor's speed probe measures whether the extra workers "
+        "pay off (speed.workers_over_cores).",
         "03", "## 3. torch's own warning, and what extra workers cost"),
+    "torch.iterable_length": Spec(
+        "warning", "any", "torch warned: {text}",
+        "An IterableDataset's __len__ must count what one epoch delivers over all workers: shard the stream "
+        "with get_worker_info(), or drop __len__.", "11", "## 1. Two workers, every item twice"),
+    "torch.pin_memory": Spec(
+        "info", "any", "torch warned: {text}",
+        "pin_memory=True helps only host-to-accelerator copies; without an accelerator it does nothing.",
+        "03", "## 6. `pin_memory` without an accelerator"),
+    "loader.warning": Spec(
+        "warning", "any", "{category} raised {times} time(s) while probing (first: {where}): {text}",
+        "Run one epoch with num_workers=0 under python -W error to see the line that warns.",
+        "17", "## 2. Reading a report"),
 }
-PROBES = tuple("pickling collate stream batches random persistent samplers containers speed".split())
+PROBES = tuple("pickling collate coverage stream batches random persistent samplers containers speed".split())
 
 
 def anchor(heading: str) -> str:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import multiprocessing
@@ -26,15 +27,27 @@ from torch.utils.data.distributed import DistributedSampler
 from torch.utils.data.sampler import WeightedRandomSampler
 
 from loaderlab.cores import usable_cores
-from loaderlab.doctor import workers as wk
 from loaderlab.doctor.findings import Finding, finding
+from loaderlab.doctor.workers import (
+    ProbeDataset,
+    ProbeIterable,
+    equal_positions,
+    fingerprint,
+    identity,
+    random_part,
+    state_of,
+)
 from loaderlab.loaders import rebuild, stop_workers
 from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_batches, timed_pass
 from loaderlab.messages import one_line
 from loaderlab.units import MB
 
 MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
-NO_WORKERS = ("pickling", "collate", "batches", "samplers", "containers")  # instant: run on a spent budget
+NO_WORKERS = ("pickling", "collate", "coverage", "batches", "samplers", "containers")  # run on a spent budget
+SPEED_S = 4.0  # the speed probe's timed windows (start-up excluded) take at most this, all passes together
+LARGE = 1.5  # a measured gain or loss this large is a warning; a smaller one is a note
+SCHEDSTAT = "/proc/self/schedstat"  # cpu_ns run_delay_ns timeslices (Linux)
+MAX_DRAWS = 1_000_000  # the coverage probe counts at most this many indices of one epoch
 
 
 def samplers_of(loader: DataLoader) -> list[Any]:
@@ -60,7 +73,7 @@ class _MainModuleFinder(pickle.Pickler):
 def _probe_loader(loader: DataLoader, dataset: Any, indices: Sequence[int], **overrides: Any) -> DataLoader:
     """Return a copy of ``loader`` over a probe wrapper, one item per "batch" (no collation)."""
     kwargs = {"dataset": dataset, "batch_size": None, "batch_sampler": None, "sampler": list(indices)}
-    return rebuild(loader, **kwargs, **{"drop_last": False, "collate_fn": wk.identity, **overrides})
+    return rebuild(loader, **kwargs, **{"drop_last": False, "collate_fn": identity, **overrides})
 
 
 def _fields(dataset: Any) -> Iterator[tuple[str, Any]]:
@@ -93,23 +106,44 @@ def _container_mb(value: Any) -> float | None:
     return mb if mb >= 4 else None
 
 
+def _run_delay() -> float:
+    """Return the seconds this process has spent queued for a CPU core (Linux schedstat)."""
+    with open(SCHEDSTAT) as f:
+        return int(f.read().split()[1]) / 1e9
+
+
+def _length(dataset: Any) -> int | None:
+    """Return ``len(dataset)``, or None when it has no length."""
+    try:
+        return len(dataset)
+    except TypeError:
+        return None
+
+
 def _common(position_sets: list[set[int] | None]) -> tuple[int, int]:
     """Return (how many random positions were equal in every compared pair, pairs compared)."""
     sets = [p for p in position_sets if p is not None]
     return (len(set.intersection(*sets)), len(sets)) if sets else (0, 0)
 
 
-def stretch_rates(run: Pass, stretches: int = 3, least: int = 3) -> list[float]:
-    """Return samples/s over consecutive stretches of a pass after start-up, or [] (a stretch's
-    longest wait counts as its median: one pause of a busy machine does not decide)."""
-    skip = max(1, run.num_workers)  # each worker's first batch includes its start-up
-    sizes, waits = run.sizes[skip:], run.waits_s[skip:]
-    each = len(sizes) // stretches
-    if each < least:
+def stretch_rates(run: Pass, skip: int, stretches: int = 3) -> list[float]:
+    """Return samples/s over ``stretches`` consecutive stretches of a pass after its first ``skip``
+    batches (those made during start-up), on the loop's clock (arrival to arrival, the loop body
+    included), or [] when a stretch would be shorter than 2 rounds. A round is a batch from each
+    worker (1 batch without workers): with several workers batches arrive in bursts, one per round. A
+    stretch's longest round counts as its median one: one pause of a busy machine does not decide."""
+    rounds = max(1, run.num_workers)
+    arrivals, sizes = run.received_s[skip - 1:], run.sizes[skip:]
+    each = len(sizes) // stretches // rounds * rounds
+    if each < 2 * rounds:
         return []
-    parts = [waits[i * each:(i + 1) * each] for i in range(stretches)]
-    seconds = [sum(w) - max(w) + float(np.median(w)) for w in parts]
-    return [sum(sizes[:each * stretches]) / stretches / max(s, 1e-9) for s in seconds]
+    rates = []
+    for i in range(stretches):
+        ends = np.asarray(arrivals[i * each:(i + 1) * each + 1:rounds])
+        times = np.diff(ends)
+        seconds = float(times.sum() - times.max() + np.median(times))
+        rates.append(sum(sizes[i * each:(i + 1) * each]) / max(seconds, 1e-9))
+    return rates
 
 
 def growth_after_start(sampler: WorkerMemorySampler, before: set[int], start: int | None) -> dict[int, float]:
@@ -126,7 +160,7 @@ class Doctor:
     """The probes of one ``doctor(...)`` call; ``work`` is the loader over the copies (or None)."""
 
     def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
-                 max_batches: int, workers: Sequence[int], step_s: float,
+                 max_batches: int, workers: Sequence[int] | None, step_s: float,
                  between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
         self.loader, self.work, self.copy_problem = loader, work, copy_problem
         self.end, self.max_batches, self.workers = time.perf_counter() + budget_s, max_batches, workers
@@ -164,6 +198,7 @@ class Doctor:
             "stream": not self.iterable and "not an IterableDataset",
             "batches": self.iterable and "an IterableDataset (the stream probe counts its batches)",
             "random": not self.n and "no indexable samples",
+            "coverage": not self.n and "no sampler (an IterableDataset) or no indexable samples",
             "persistent": not (loader.persistent_workers and loader.num_workers and self.n)
             and "no persistent workers over indexable samples",
             "samplers": not any(issubclass(k, (DistributedSampler, WeightedRandomSampler)) for k in kinds)
@@ -275,52 +310,110 @@ class Doctor:
         held: Counter[str] = Counter()
         deadline = time.perf_counter() + share
         for count, item in enumerate(self.dataset, 1):  # here get_worker_info() is None: the whole stream
-            held[wk.fingerprint(item)] += 1
+            held[fingerprint(item)] += 1
             if time.perf_counter() > deadline or count >= 100_000:
                 self.figures["stream"] = {"counted": False, "held_at_least": count}
                 return
-        probe = rebuild(self.work, dataset=wk.ProbeIterable(self.dataset), collate_fn=wk.identity,
+        probe = rebuild(self.work, dataset=ProbeIterable(self.dataset), collate_fn=identity,
                         persistent_workers=False)
+        try:
+            len(probe)  # as a loop showing progress does: torch then checks the count against __len__
+        except TypeError:
+            pass
         delivered: Counter[str] = Counter()
+        per_worker: Counter[int] = Counter()  # items each worker delivered (a batch comes from one worker)
         sizes, run = [], Pass()
         for batch in timed_batches(probe, run, seconds=share, kill=True):
             items = batch if loader.batch_size is not None else [batch]
             sizes.append(len(items))
-            delivered.update(items)
+            delivered.update(fp for _, fp in items)
+            per_worker[items[0][0] if items else -1] += len(items)
         self.started(run.first_batch_s if loader.num_workers and run.batches else 0.0)
         if not run.finished:
             self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
             return
+        self._stream_findings(held, delivered, sizes, per_worker)
+
+    def _stream_findings(self, held: Counter[str], delivered: Counter[str], sizes: list[int],
+                         per_worker: Counter[int]) -> None:
+        loader, size = self.loader, self.loader.batch_size or 1
         n_held, n_delivered = sum(held.values()), sum(delivered.values())
         extra = sum(max(0, c - held[fp]) for fp, c in delivered.items() if fp in held)
         lost = max(0, n_held - (n_delivered - extra))
-        partial = sorted(s for s in sizes if loader.batch_size and s < loader.batch_size)
+        partial = sorted(s for s in sizes if s < size)
+        ones = sum(s == 1 for s in sizes) if size > 1 else 0
         workers = max(1, loader.num_workers)
         self.figures["stream"] = {"counted": True, "held": n_held, "delivered": n_delivered,
                                   "duplicated": extra, "lost": lost, "batches": len(sizes),
-                                  "partial_batches": partial}
+                                  "batch_sizes": dict(sorted(Counter(sizes).items())), "batches_of_1": ones,
+                                  "partial_batches": partial,
+                                  "items_per_worker": {str(k): v for k, v in sorted(per_worker.items())}}
         if extra:
             self.stream_duplicates = True
             self.add("iterable.duplicates", delivered=n_delivered, held=n_held, extra=extra, workers=workers)
         if lost:
-            why = "the workers' shards leave them out"
+            why, severity = "the workers' shards leave them out", None
+            advice = ("Keep drop_last=False and shard the stream in blocks of batch_size items (worker k "
+                      "takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial.")
             if loader.drop_last:
                 why = f"drop_last=True drops the partial batch of each of the {workers} worker(s)"
-            self.add("iterable.lost_items", delivered=n_delivered - extra, held=n_held, lost=lost, why=why)
+                if lost < size:  # no more than drop_last loses on a map-style loader
+                    severity = "info"
+                    advice = "Nothing to fix: fewer items than one batch sit out each epoch."
+            self.add("iterable.lost_items", severity, delivered=n_delivered - extra, held=n_held, lost=lost,
+                     why=why, advice=advice)
         elif len(partial) > 1:
             self.add("iterable.partial_batches", count=len(partial), sizes=partial, workers=workers,
                      would_lose=sum(partial))
+        reported = _length(self.dataset)
+        self.figures["stream"]["reported_len"] = reported
+        if reported is not None and reported != n_delivered and not (extra or lost):
+            self.add("iterable.wrong_length", reported=reported, delivered=n_delivered,
+                     off=abs(reported - n_delivered))
+        if ones:
+            tails = {k: v % size for k, v in sorted(per_worker.items())}
+            self.add("iterable.batch_of_1", ones=ones, sizes=dict(sorted(Counter(sizes).items())),
+                     per_worker=", ".join(str(v) for _, v in sorted(per_worker.items())),
+                     would_lose=sum(tails.values()), tails=tails)
+
+    # -- the sampler alone: which indices one epoch draws (no sample is read) -------------------
+    def coverage(self) -> None:
+        work, n = self.work, self.n
+        source = work.batch_sampler if work.batch_sampler is not None else work.sampler
+        seen: set[Any] = set()
+        drawn = outside = 0
+        deadline = time.perf_counter() + max(0.5, min(2.0, self.left() / 10))
+        complete = True
+        for item in source:
+            batch = isinstance(item, (list, tuple)) and work.batch_sampler is not None
+            for index in item if batch else [item]:
+                drawn += 1
+                seen.add(index)
+                outside += isinstance(index, int) and not 0 <= index < n
+            if drawn >= MAX_DRAWS or time.perf_counter() > deadline:
+                complete = False
+                break
+        self.figures["coverage"] = {"samples": n, "drawn": drawn, "distinct": len(seen),
+                                    "share": round(len(seen) / n, 3), "outside": outside,
+                                    "whole_epoch": complete}
+        weighted = next((s for s in samplers_of(work) if isinstance(s, WeightedRandomSampler)), None)
+        if weighted is None or len(weighted.weights) == n:
+            return
+        k = len(weighted.weights)
+        effect = (f"all below {k}: samples {k} to {n - 1} are never drawn" if k < n else
+                  f"{outside} of the {drawn} draws beyond the last index ({n - 1}), where fetching fails")
+        self.add("sampler.weights_length", weights=k, samples=n, distinct=len(seen), effect=effect)
 
     # -- random draws ------------------------------------------------------------------------
     def random(self) -> None:
         n, ds, k = self.n, self.dataset, min(12, self.n)
         indices = sorted({(j * n) // k for j in range(k)})
-        masks = {i: m for i in indices if (m := wk.random_part(ds[i], ds[i])) is not None and m.any()}
+        masks = {i: m for i in indices if (m := random_part(ds[i], ds[i])) is not None and m.any()}
         self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
         if len(masks) * 2 < len(indices):
             return  # the samples are (mostly) deterministic: nothing to compare
         doubled, nw = [i for i in masks for _ in range(2)], max(2, self.loader.num_workers)
-        wrapped = wk.ProbeDataset(ds)
+        wrapped = ProbeDataset(ds)
         # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
         loaders = [_probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False,
                                  in_order=True)]
@@ -354,14 +447,14 @@ class Doctor:
         first, by_index = epochs[0], {}
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
-        dup, pairs = _common([wk.equal_positions(masks[i], *v[:2]) for i, v in by_index.items()
+        dup, pairs = _common([equal_positions(masks[i], *v[:2]) for i, v in by_index.items()
                               if len(v) >= 2])
         self.figures["random"].update(index_pairs=pairs, values_repeated_across_workers=dup)
         if pairs >= 3 and dup:
             self.add("random.duplicate_across_workers", random=len(masks), indices=len(indices), values=dup,
                      pairs=pairs)
         if len(epochs) == 2:
-            dup, compared = _common([wk.equal_positions(masks[key[0]], first[key], epochs[1][key])
+            dup, compared = _common([equal_positions(masks[key[0]], first[key], epochs[1][key])
                                      for key in first if key in epochs[1]])
             self.figures["random"].update(compared_across_epochs=compared, values_repeated_across_epochs=dup)
             if compared >= 3 and dup:
@@ -379,14 +472,14 @@ class Doctor:
                 self.figures["persistent"] = {"checked": False}
                 return
         indices = range(min(self.n, 2 * self.loader.num_workers))
-        probe = _probe_loader(self.work, wk.ProbeDataset(ds, with_state=True), indices)
+        probe = _probe_loader(self.work, ProbeDataset(ds, with_state=True), indices)
         try:
             t0 = time.perf_counter()
             list(probe)  # epoch 1: the workers start with the dataset as it is now
             self.started(time.perf_counter() - t0)
-            before = wk.state_of(ds)
+            before = state_of(ds)
             hook(probe, 1)
-            main_state = wk.state_of(ds)
+            main_state = state_of(ds)
             changed = sorted(k for k in main_state if main_state[k] != before.get(k))
             rows = list(probe)  # epoch 2: the same workers
         finally:
@@ -451,84 +544,172 @@ class Doctor:
                      name=name, items=n, mb=round(mb, 1))
 
     # -- speed and worker memory ----------------------------------------------------------------
-    def speed(self) -> None:
-        cores = usable_cores()
+    def candidates(self, cores: int) -> list[int]:
+        """Return the num_workers values the speed probe compares with the loader's own: the
+        caller's ``workers``, else one: at most one per usable core when the loader has more
+        workers than cores; else min(cores, 4) (at least 2) when it has fewer; else 0."""
         user = self.loader.num_workers
+        if self.workers is not None:
+            return [w for w in dict.fromkeys(self.workers) if w != user]
+        if self.stream_duplicates:
+            return []  # another count would change what the unsharded stream delivers
         if user > cores:
-            self.add("speed.workers_over_cores", workers=user, cores=cores)
-        counts = [user] if self.stream_duplicates else list(dict.fromkeys([user, *self.workers]))
-        if 0 in counts:  # 0 first: it starts no worker, and what a batch costs decides the rest
-            counts = [0, *(w for w in counts if w)]
+            return [min(cores, 4)]
+        most = max(2, min(cores, 4))
+        return [most] if user < most else [0]
+
+    def fetch_profile(self, most: int = 16, seconds: float = 1.0) -> dict[str, Any] | None:
+        """Return where a sample's fetch time goes, from up to ``most`` fetches in this process:
+        CPU time, time queued for a core (Linux's schedstat ``run_delay``: what other jobs cost),
+        and the rest, spent waiting (sleep, disk, network); None without /proc/self/schedstat."""
+        if self.n is None or not os.path.exists(SCHEDSTAT):
+            return None
+        wall = cpu = queued = 0.0
+        k, deadline = min(self.n, most), time.perf_counter() + seconds
+        for j in range(k):
+            t0, c0, q0 = time.perf_counter(), time.process_time(), _run_delay()
+            self.dataset[(j * self.n) // k]
+            wall, cpu = wall + time.perf_counter() - t0, cpu + time.process_time() - c0
+            queued += _run_delay() - q0
+            if time.perf_counter() > deadline:
+                k = j + 1
+                break
+        waiting = max(0.0, wall - cpu - queued)
+        return {"fetches": k, "cpu_ms": round(1000 * cpu / k, 2), "queued_ms": round(1000 * queued / k, 2),
+                "waiting_ms": round(1000 * waiting / k, 2), "computes": cpu >= waiting}
+
+    def speed(self) -> None:
+        cores, user = usable_cores(), self.loader.num_workers
+        others = self.candidates(cores)
+        if user > cores:  # do the samples compute or wait? (the extra workers can gain only on waits)
+            self.figures.setdefault("speed", {})["fetch"] = self.fetch_profile()
+        window = min(self.left(), SPEED_S) / (1 + len(others))
         passes: dict[int, Pass] = {}
         growth: dict[int, float] = {}
-        i = 0
-        while i < len(counts):
-            w = counts[i]
-            share = self.left() / (len(counts) - i)
-            if passes and w != user and (share < 0.5 or (w > 0 and self.left() <= self.startup_s)):
-                break  # your own setting is always measured
-            copy = rebuild(self.work, num_workers=w, persistent_workers=False)
-            passes[w] = self._timed(copy, w, share, growth, counts)
+        memory_at = max([w for w in others if w >= 2] or [user if user >= 2 else -1])
+        for w in [user, *others]:
+            if passes and (self.left() < 0.2 or w and self.left() <= self.startup_s + 0.5):
+                self.figures.setdefault("speed", {})["not_compared"] = f"num_workers={w}: time budget spent"
+                break
+            context = self.work.multiprocessing_context if w else None  # torch refuses one without workers
+            copy = rebuild(self.work, num_workers=w, persistent_workers=False,
+                           multiprocessing_context=context)
+            # the batches made during start-up wait in the buffer: 6 rounds more are timed
+            batches = max(self.max_batches, self._buffered(w) + 6 * max(2, w))
+            passes[w] = self._timed(copy, w, window, batches, growth if w == memory_at else None)
             if w and passes[w].waits_s:
                 self.started(passes[w].waits_s[0])
-            rate = passes[w].steady_samples_per_s if w == 0 else None
-            if rate and 1000 * (passes[0].samples / passes[0].batches) / rate < MATERIAL_MS:
-                # a batch this cheap gains nothing from more workers than yours; one 2+ pass for memory
-                kept = [c for c in counts if c <= user]
-                counts = kept if any(c >= 2 for c in kept) else kept + [c for c in counts if c >= 2][:1]
-            i += 1
-        self._speed_findings(passes, growth, user)
+            if w == user == 0 and not self.workers and self._cheap(passes[0]):
+                break  # a batch this cheap gains nothing from workers: no worker is started
+        self._speed_findings(passes, growth, user, cores)
 
-    def _timed(self, copy: DataLoader, w: int, share: float, growth: dict[int, float],
-               planned: list[int]) -> Pass:
-        """Time one pass; one pass with 2+ workers also samples the workers' memory (not yours when
-        another is planned: the sampler's thread takes CPU from the timing)."""
-        user = self.loader.num_workers
-        if not (w >= 2 and not growth and (w != user or not [c for c in planned if c >= 2 and c != user])):
-            return timed_pass(copy, self.max_batches, share, self.step_s or None, kill=True)
+    def _buffered(self, w: int) -> int:
+        """Return how many batches ``w`` workers hold ready once started (1 without workers)."""
+        return w * (self.loader.prefetch_factor or 2) if w else 1
+
+    def _cheap(self, run: Pass) -> bool:
+        """Return True when the batches of a 0-worker pass cost less than MATERIAL_MS to make (the
+        median batch: a pause of a busy machine does not decide)."""
+        return bool(run.waits_s) and 1000 * float(np.median(run.waits_s)) < MATERIAL_MS
+
+    def _timed(self, copy: DataLoader, w: int, window: float, batches: int,
+               growth: dict[int, float] | None) -> Pass:
+        """Time one pass (``window`` seconds once the first batch arrived); with ``growth``, also
+        read each worker's memory twice, outside the timed stretches: once every worker delivered a
+        batch (start-up behind them, the buffer still filling) and after the last batch."""
+        if growth is None:
+            return timed_pass(copy, batches, window, self.step_s or None, kill=True)
         before = {p.pid for p in live_workers()}
+        sampler = WorkerMemorySampler(include_main=False)  # no thread: two readings, taken here
+        gc.collect()  # forked workers inherit the collector's counts: a full collection due soon would
+        # run in each worker and copy every page holding an object, growth no dataset caused
         marks: list[int] = []
 
         def read_memory(count: int) -> None:
-            if count == w:  # every worker has delivered a batch: start-up is behind them
+            if count == w:
                 marks.append(len(sampler.records))
-            if count >= w and (count - w) % 8 == 0:
                 sampler.sample()
 
-        with WorkerMemorySampler(interval_s=0.1) as sampler:
-            run = timed_pass(copy, self.max_batches, share, self.step_s or None, read_memory, kill=True)
+        run = timed_pass(copy, batches, window, self.step_s or None, read_memory, kill=True,
+                         before_stop=sampler.sample)
         self.memory_workers = w
         growth.update(growth_after_start(sampler, before, marks[0] if marks else None))
         return run
 
-    def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int) -> None:
-        stretches = {w: stretch_rates(p) for w, p in passes.items()}
-        medians = {w: float(np.median(r)) for w, r in stretches.items() if r}
-        self.figures["speed"] = {
-            "samples_per_s": {w: round(p.steady_samples_per_s or 0, 1) for w, p in passes.items()},
-            "median_samples_per_s": {w: round(m, 1) for w, m in medians.items()},
-            "batches": {w: p.batches for w, p in passes.items()}}
+    def _speed_findings(self, passes: dict[int, Pass], growth: dict[int, float], user: int,
+                        cores: int) -> None:
+        stretches = {w: stretch_rates(p, self._buffered(w)) for w, p in passes.items()}
+        rates = {w: float(np.median(stretches[w])) if stretches[w] else None for w in passes}
+        run = passes[user]  # a batch's cost: from the steady rate, else the median wait
+        cost_ms = (1000 * run.samples / max(1, run.batches) / rates[user] if rates[user]
+                   else 1000 * float(np.median(run.waits_s or [0.0])))
+        figures = self.figures.setdefault("speed", {})
+        figures.update({
+            "cores": cores, "window_s": {w: round(p.seconds - p.first_batch_s, 2) for w, p in passes.items()},
+            "samples_per_s": {w: round(r or 0, 1) for w, r in rates.items()},
+            "first_batch_s": {w: round(p.first_batch_s, 2) for w, p in passes.items()},
+            "batches": {w: p.batches for w, p in passes.items()},
+            "batch_cost_ms": None if cost_ms is None else round(cost_ms, 2)})
         if growth:
-            self.figures["memory"] = {"worker_uss_growth_mb": {str(k): round(v, 1)
-                                                               for k, v in growth.items()}}
+            mb = {str(k): round(v, 1) for k, v in growth.items()}
+            self.figures["memory"] = {"worker_uss_growth_mb": mb}
             if max(growth.values()) >= 32:
                 self.add("memory.worker_growth", mb=round(max(growth.values()), 1),
                          batches=passes[self.memory_workers].batches)
-        mine = medians.get(user)
-        if not mine:
+        if len(passes) == 1:
+            cheap = f"a batch costs {cost_ms:.1f} ms to make here: workers cannot make it faster"
+            figures["verdict"] = cheap if user == 0 and cost_ms < MATERIAL_MS else "nothing to compare"
+            return
+        for w in passes:
+            if w != user:
+                self._compare(w, user, cores, passes, stretches, rates)
+
+    def _compare(self, other: int, user: int, cores: int, passes: dict[int, Pass],
+                 stretches: dict[int, list[float]], rates: dict[int, float | None]) -> None:
+        """Add the finding of one measured comparison (another num_workers against the loader's)."""
+        mine, theirs = rates[user], rates[other]
+        if not mine or not theirs:
             self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
+            if user > cores:  # torch's warning alone, as a note
+                self.add("speed.workers_over_cores", "info", workers=user, cores=cores, rate=mine or 0,
+                         best_rate=theirs or 0, best=other, ratio="?", how="too few batches to measure",
+                         verdict="not measured", advice="Measure with a longer time budget.")
             return
-        best_w = max(medians, key=medians.get)  # type: ignore[arg-type]
-        best, run = medians[best_w], passes[user]
-        cost_ms = 1000 * (run.samples / run.batches) / (medians.get(0) or mine)  # a batch's cost in 1 process
-        beyond_noise = min(stretches[best_w]) > max(stretches[user]) and best >= 1.5 * mine
-        self.figures["speed"].update(speedup_best=round(best / mine, 2), batch_cost_ms=round(cost_ms, 2),
-                                     beyond_noise=beyond_noise)
-        if best_w == user or not beyond_noise:
-            return
-        figures = dict(best=best_w, best_rate=best, rate=mine, workers=user, speedup=round(best / mine, 1),
-                       repeats=len(stretches[user]))
-        if best_w > user and cost_ms >= MATERIAL_MS:
-            self.add("speed.more_workers", **figures)
-        elif best_w < user:
-            self.add("speed.workers_slower", **figures)
+        fast, slow = (other, user) if theirs > mine else (user, other)
+        beyond = bool(stretches[fast] and stretches[slow]) and min(stretches[fast]) > max(stretches[slow])
+        ratio = max(mine, theirs) / min(mine, theirs)
+        large = beyond and ratio >= LARGE
+        window = self.figures["speed"]["window_s"][user]
+        how = (f"medians of {len(stretches[user])} stretches of a {window} s "
+               f"window, start-up excluded" + (", every stretch of the faster one ahead" if beyond else ""))
+        self.figures["speed"].update(compared=other, speedup=round(theirs / mine, 2), beyond_noise=beyond)
+        same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
+        if user > cores:
+            gain = round(mine / theirs, 2)
+            fetch = self.figures["speed"].get("fetch")
+            computes = bool(fetch and fetch["computes"])
+            pays = mine >= LARGE * theirs and not computes
+            if computes:
+                gained = ("gain only CPU time that other jobs on this machine would get" if gain >= LARGE
+                          else "gain nothing and each costs memory and start-up")
+                verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of "
+                           f"waiting: samples that compute cannot go faster than {cores} core(s), so the "
+                           f"{user - other} extra workers {gained}")
+            elif pays:
+                verdict = ("the extra workers pay off (samples wait, on disk or network)" if beyond else
+                           "the extra workers seem to pay off, within noise")
+            else:
+                verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs "
+                           "memory and start-up")
+            advice = ("Keep them; samples that wait (not compute) gain from more workers than cores." if pays
+                      else f"Use num_workers={other}: one worker per core is enough for samples that "
+                      "compute.")
+            self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,
+                     verdict=verdict, advice=advice, **same)
+        elif other > user and theirs > mine:
+            advice = (f"Use num_workers={other} (and measure again with your training step, step_s)." if large
+                      else "Keep yours: the difference is within what a busy machine varies.")
+            self.add("speed.more_workers", None if large else "info", speedup=round(theirs / mine, 1),
+                     advice=advice, **same)
+        elif other < user and theirs > mine and large:
+            self.add("speed.workers_slower", speedup=round(theirs / mine, 1), **same)

@@ -1,5 +1,6 @@
-"""The doctor's report: findings worst first, figures per probe, probes run and skipped; as text
-for people (``str(report)``) and as JSON for CI (``report.to_json()``, JSON Schema ``JSON_SHAPE``)."""
+"""The doctor's report: findings worst first, figures per probe, every probe run (with its time) or
+skipped (with why); as text for people (``str(report)``) and as JSON for CI (``report.to_json()``,
+JSON Schema ``JSON_SHAPE``)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ from loaderlab.doctor.findings import FINDINGS, PROBES, SEVERITIES, Finding
 _STR, _OBJ = {"type": "string"}, {"type": "object"}
 _FINDING = {"code": {"enum": sorted(FINDINGS)}, "severity": {"enum": list(SEVERITIES)},
             "probe": {"enum": [*PROBES, "any"]}, "message": _STR, "figures": _OBJ, "fix": _STR, "link": _STR}
+_PROBE = {"name": {"enum": list(PROBES)}, "ran": {"type": "boolean"},
+          "seconds": {"type": ["number", "null"]}, "why": {"type": ["string", "null"]}}
 _REPORT = {"loader": _STR, "wall_s": {"type": "number"}, "worst": {"enum": [None, *SEVERITIES]},
            "counts": {"type": "object", "required": list(SEVERITIES),
                       "properties": {s: {"type": "integer"} for s in SEVERITIES}},
            "findings": {"type": "array", "items": {"type": "object", "required": list(_FINDING),
                                                    "additionalProperties": False, "properties": _FINDING}},
-           "figures": _OBJ, "probes_run": {"type": "array", "items": {"enum": list(PROBES)}},
-           "probes_skipped": {"type": "object", "additionalProperties": _STR}}
+           "figures": _OBJ,
+           # every probe asked for, in order: ran (seconds it took) or not (why: nothing to look at,
+           # workers cannot start, time budget spent, ...)
+           "probes": {"type": "array", "items": {"type": "object", "required": list(_PROBE),
+                                                 "additionalProperties": False, "properties": _PROBE}}}
 # the documented shape of ``python -m loaderlab doctor --json``, as a JSON Schema (draft 2020-12)
 JSON_SHAPE: dict[str, Any] = {"type": "object", "required": list(_REPORT), "additionalProperties": False,
                               "properties": _REPORT}
@@ -26,14 +32,24 @@ JSON_SHAPE: dict[str, Any] = {"type": "object", "required": list(_REPORT), "addi
 
 @dataclass
 class Report:
-    """What ``doctor`` found: ``findings`` (worst first), figures per probe, probes run/skipped."""
+    """What ``doctor`` found: ``findings`` (worst first), figures per probe, and ``probes``:
+    ``{name: {"ran": bool, "seconds": float | None, "why": str | None}}`` for every probe asked for."""
 
     findings: list[Finding]
     figures: dict[str, dict[str, Any]]
-    probes_run: list[str]
-    probes_skipped: dict[str, str]
+    probes: dict[str, dict[str, Any]]
     wall_s: float
     describe: str
+
+    @property
+    def probes_run(self) -> list[str]:
+        """Return the probes that ran, in order."""
+        return [name for name, p in self.probes.items() if p["ran"]]
+
+    @property
+    def probes_skipped(self) -> dict[str, str]:
+        """Return ``{probe: why}`` for the probes that did not run."""
+        return {name: p["why"] for name, p in self.probes.items() if not p["ran"]}
 
     def at_least(self, severity: str) -> list[Finding]:
         """Return the findings whose severity is ``severity`` or worse."""
@@ -62,8 +78,7 @@ class Report:
         """Return the report as a JSON document in the shape ``JSON_SHAPE`` (NumPy numbers as numbers)."""
         data = {"loader": self.describe, "wall_s": round(self.wall_s, 3), "worst": self.worst,
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
-                "figures": self.figures, "probes_run": list(self.probes_run),
-                "probes_skipped": dict(self.probes_skipped)}
+                "figures": self.figures, "probes": [{"name": k, **v} for k, v in self.probes.items()]}
         return json.dumps(data, indent=indent, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
     def __str__(self) -> str:
@@ -71,8 +86,10 @@ class Report:
         lines = [f"loaderlab doctor: {self.describe}", f"probed in {self.wall_s:.1f} s; {n['error']} "
                  f"error(s), {n['warning']} warning(s), {n['info']} note(s)"]
         lines += [str(f) for f in self.findings] or ["No problem found by the probes that ran."]
+        ran = [f"{k} {p['seconds']:.1f} s" for k, p in self.probes.items() if p["ran"]]
+        lines.append("probes run: " + (", ".join(ran) or "none"))
         if self.probes_skipped:
-            lines.append("not probed: " + "; ".join(f"{k} ({v})" for k, v in self.probes_skipped.items()))
+            lines.append("not run: " + "; ".join(f"{k} ({v})" for k, v in self.probes_skipped.items()))
         return "\n".join(lines)
 
     __repr__ = __str__

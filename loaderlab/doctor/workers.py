@@ -7,6 +7,7 @@ import copy
 import hashlib
 import io
 import pickle
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -66,6 +67,20 @@ def state_of(dataset: Any) -> dict[str, str]:
             or isinstance(v, (torch.Tensor, np.ndarray)) and np.prod(v.shape) <= 64}
 
 
+class QuietWorkers:
+    """The probe loaders' ``worker_init_fn``: warnings in a worker are not printed (the doctor
+    reports those this process sees; a forked worker would record them in its own copy of the
+    doctor's list anyway), then the loader's own ``worker_init_fn`` runs."""
+
+    def __init__(self, worker_init_fn: Any = None) -> None:
+        self.worker_init_fn = worker_init_fn
+
+    def __call__(self, worker_id: int) -> None:
+        warnings.simplefilter("ignore")
+        if self.worker_init_fn is not None:
+            self.worker_init_fn(worker_id)
+
+
 def identity(batch: Any) -> Any:
     """Return ``batch`` unchanged: the collate_fn of the probe loaders."""
     return batch
@@ -102,13 +117,17 @@ class ProbeDataset(AttributeForwarding, Dataset):
 
 
 class ProbeIterable(AttributeForwarding, IterableDataset):
-    """Wraps an IterableDataset; yields the fingerprint of each item."""
+    """Wraps an IterableDataset; yields ``(worker id or -1, fingerprint)`` for each item."""
 
     def __init__(self, dataset: IterableDataset) -> None:
         object.__setattr__(self, "_inner", dataset)
 
-    def __iter__(self) -> Iterator[str]:
-        return map(fingerprint, self._inner)
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type] - TypeError when the stream has no length
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        worker = getattr(get_worker_info(), "id", -1)
+        return ((worker, fingerprint(item)) for item in self._inner)
 
 
 class _CopyPickler(pickle.Pickler):
