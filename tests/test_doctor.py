@@ -106,7 +106,8 @@ def test_the_users_dataset_sampler_and_generators_are_byte_identical_after(persi
     report = run(loader, workers=(0, 2), between_epochs=lambda lo, epoch: setattr(lo.dataset, "epoch", epoch))
     assert [dumps(x) for x in (dataset, sampler, loader.batch_sampler, loader.generator)] == before
     assert dataset.fetched == 0 and loader._iterator is None
-    assert torch.equal(torch.get_rng_state(), states[0]) and np.array_equal(np.random.get_state()[1], states[1])
+    assert torch.equal(torch.get_rng_state(), states[0])
+    assert np.array_equal(np.random.get_state()[1], states[1])
     assert random.getstate() == states[2]
     assert "random" in report.probes_run and report.figures["random"]["random_in_main"] == 12
     assert ("persistent" in report.probes_run) == persistent
@@ -140,7 +141,8 @@ def test_stream_accounting_counts_lost_and_duplicated_items(no_leaked_workers):
     twice = run(ex.broken_unsharded_stream, probes=["stream"]).figures["stream"]
     assert (twice["held"], twice["delivered"], twice["duplicated"], twice["lost"]) == (64, 128, 64, 0)
     partial = run(ex.broken_partial_batches, probes=["stream"])
-    assert partial.figures["stream"]["partial_batches"] == [6, 6] and partial.codes() == ["iterable.partial_batches"]
+    assert partial.figures["stream"]["partial_batches"] == [6, 6]
+    assert partial.codes() == ["iterable.partial_batches"]
     assert "it would lose 12 items" in str(partial)
 
 
@@ -159,7 +161,8 @@ def test_weighted_mix_is_computed_from_the_labels():
     dataset = ex.Labelled(100)
     dataset.targets = torch.tensor(dataset.targets)  # as torchvision keeps them
     weighted = WeightedRandomSampler(torch.ones(100), num_samples=100)
-    mix = doctor(DataLoader(dataset, batch_size=10, sampler=weighted), probes=["samplers"]).figures["weighted"]
+    report = doctor(DataLoader(dataset, batch_size=10, sampler=weighted), probes=["samplers"])
+    mix = report.figures["weighted"]
     assert mix["expected_mix"] == {"0": 0.9, "1": 0.1}
 
 
@@ -303,7 +306,9 @@ def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_lea
 
 @pytest.mark.course
 def test_a_generator_seeded_from_the_worker_id_repeats_across_epochs_after_the_hook(no_leaked_workers):
-    report = run(ex.broken_seeded_from_worker_id, probes=["random"], between_epochs=lambda loader, epoch: None)
+    report = run(
+        ex.broken_seeded_from_worker_id, probes=["random"], between_epochs=lambda loader, epoch: None
+    )
     assert report.codes() == ["random.repeats_across_epochs"]
     assert report.figures["random"]["compared_across_epochs"] == 12  # worker 0's 12 fetches, replayed
 
@@ -344,7 +349,8 @@ def test_an_open_file_without_workers_is_a_warning_and_the_copy_probes_say_why_t
     report = doctor(loader, probes=["pickling", "collate", "random"])
     assert [(f.severity, f.code) for f in report.findings] == [("warning", "dataset.open_file"),
                                                                 ("warning", "pickle.fails")]
-    assert set(report.probes_skipped) == {"collate", "random"} and "cannot be copied" in report.probes_skipped["random"]
+    assert set(report.probes_skipped) == {"collate", "random"}
+    assert "cannot be copied" in report.probes_skipped["random"]
 
 
 def test_a_class_defined_in_main_is_a_spawn_warning(monkeypatch):
@@ -355,7 +361,8 @@ def test_a_class_defined_in_main_is_a_spawn_warning(monkeypatch):
     MainDataset.__qualname__ = "MainDataset"
     monkeypatch.setattr(sys.modules["__main__"], "MainDataset", MainDataset, raising=False)
     report = doctor(DataLoader(MainDataset(n=16, latency_s=0.0), batch_size=4), probes=["pickling"])
-    assert report.codes() == ["pickle.main_module"] and report.findings[0].figures["classes"] == ["MainDataset"]
+    assert report.codes() == ["pickle.main_module"]
+    assert report.findings[0].figures["classes"] == ["MainDataset"]
 
 
 @pytest.mark.course
@@ -410,7 +417,8 @@ def test_every_finding_links_to_a_heading_that_exists():
     for code, spec in FINDINGS.items():
         notebook, heading = NB[spec.notebook], spec.heading
         cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
-        lines = {line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()}
+        markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+        lines = {line for text in markdown for line in text.splitlines()}
         assert heading in lines, (code, notebook, heading)
         assert section_link(code) == f"notebooks/{notebook}#{anchor(heading)}"
     assert anchor("## 4. Fix: `drop_last=True` now") == "4.-Fix:-drop_last=True-now"
@@ -426,10 +434,12 @@ def test_finding_rejects_unknown_severity_and_code():
 def test_json_report_has_the_documented_shape():
     data = json.loads(doctor(ex.broken_last_batch_of_one, probes=["batches", "samplers"]).to_json())
     shape = Draft202012Validator(JSON_SHAPE)
-    assert list(shape.iter_errors(data)) == [] and data["worst"] == "warning" and data["counts"]["warning"] == 1
+    assert list(shape.iter_errors(data)) == []
+    assert data["worst"] == "warning" and data["counts"]["warning"] == 1
     assert data["findings"][0]["figures"] == {"samples": 65, "batch_size": 8}
     assert "'extra' was unexpected" in next(shape.iter_errors({**data, "extra": 1})).message
-    assert not shape.is_valid({**data, "worst": "fatal"}) and not shape.is_valid({**data, "findings": [{"code": "x"}]})
+    assert not shape.is_valid({**data, "worst": "fatal"})
+    assert not shape.is_valid({**data, "findings": [{"code": "x"}]})
 
 
 def test_report_text_holds_message_figure_fix_and_link():
@@ -444,7 +454,8 @@ def test_worker_growth_counts_from_the_mark_after_start_up():
     from loaderlab.measure import MemoryRecord, WorkerMemorySampler
 
     sampler = WorkerMemorySampler()
-    rows = [(0.0, 11, 300.0), (0.1, 11, 100.0), (0.2, 11, 140.0), (0.3, 11, 120.0), (0.2, 12, 50.0), (0.2, 99, 1.0)]
+    rows = [(0.0, 11, 300.0), (0.1, 11, 100.0), (0.2, 11, 140.0), (0.3, 11, 120.0), (0.2, 12, 50.0),
+            (0.2, 99, 1.0)]
     sampler.records = [MemoryRecord(t, pid, "worker", uss, uss, None) for t, pid, uss in rows]
     # reading 0 is start-up; pid 12 has one reading only; pid 99 was alive before the pass
     assert growth_after_start(sampler, before={99}, start=1) == {11: 40.0}
