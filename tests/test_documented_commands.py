@@ -250,6 +250,7 @@ def _dry(command: str) -> None:
         assert done.stdout.strip(), f"{line} --dry-run printed nothing"
 
 
+@pytest.mark.course  # runs each command as a subprocess: about 2 minutes in all
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_documented_command(command, tmp_path):
     kind, *details = COMMANDS[command]

@@ -58,6 +58,7 @@ def test_every_internal_link_resolves(site):
     assert not broken, f"{len(broken)} broken links, e.g. {broken[:5]}"
 
 
+@pytest.mark.course  # builds the site with mkdocs (about 20 s)
 def test_headings_with_code_read_whole_in_the_navigation_and_the_table_of_contents(site):
     page = (site / "notebooks" / "02_batches_drop_last_and_samplers.html").read_text()
     assert "5. shuffle=True is a RandomSampler" in page, "the table of contents lost the heading's code"
@@ -89,12 +90,14 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
+@pytest.mark.course  # builds the site with mkdocs (about 20 s)
 @pytest.mark.parametrize("page", PAGES)
 def test_code_fits_the_content_column(site, browser, page):
     browser.get((site / page).as_uri())
     assert browser.execute_script(SCROLLING) == [], f"{page}: code cells with a horizontal scrollbar"
 
 
+@pytest.mark.course  # builds the site with mkdocs (about 20 s)
 def test_the_cheat_sheet_prints_on_two_pages_at_most(site, browser):
     browser.get((site / "docs" / "cheatsheet.html").as_uri())
     a4 = {"paperWidth": 8.27, "paperHeight": 11.69}

@@ -98,7 +98,7 @@ FINDINGS: dict[str, Spec] = {
         "Keep a seed in the Dataset, never a generator: build the generator lazily in the worker from "
         "get_worker_info().seed combined with your seed, and rebuild it when that seed changes "
         "(docs/snippets/worker_seeding.py).",
-        "07", "## 4. Fixes: reseed in `worker_init_fn`, or build the generator in the worker"),
+        "07", "## 4. Fixes that miss, and the recipe: build the generator in the worker"),
     "random.repeats_across_epochs": Spec(
         "warning", "random", "epoch 2 drew the same random value(s) as epoch 1 ({values} per sample) in "
         "{compared}/{compared} fetches: each epoch's workers start from the same generator state.",
