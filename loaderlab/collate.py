@@ -1,5 +1,7 @@
-"""``padding_waste``: the share of pad tokens a batch plan costs (notebook 05 and the lab 05
-checker; the lesson's collate_fn and bucketing sampler are written in notebook 05)."""
+"""``padding_waste``: the share of pad tokens a batch plan costs, for the lab 05 checker.
+
+Notebook 05 writes the same metric in a cell, beside its collate_fn and bucketing sampler, so
+the learner reads it there; the checker measures an answer with this copy."""
 
 from __future__ import annotations
 

@@ -8,11 +8,10 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from course_code import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 CHECKS_IMPORT = re.compile(r"from loaderlab\.checks[\w.]* import \(?([^)\n]*)\)?")
 SCAFFOLDING = sorted(p.stem for p in (ROOT / "loaderlab" / "labs").glob("*.py") if p.stem != "__init__")
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from course_code import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("course", ROOT / "tools" / "course.py")
 course = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(course)

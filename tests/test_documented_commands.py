@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from course_code import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ["README.md", "CONTRIBUTING.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 FIRST_WORDS = (
     "make",

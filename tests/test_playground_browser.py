@@ -63,7 +63,7 @@ def _missing() -> str | None:
     if not DRIVER.exists():
         return f"no {DRIVER}: install Debian's chromium-driver (.ci/run does when missing)"
     if importlib.util.find_spec("selenium") is None:
-        return "selenium is not installed: make setup installs requirements.txt"
+        return "selenium is not installed: make test installs requirements-dev.txt"
     return None
 
 

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from course_code import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 POSIX_ATTRIBUTES = {
     "signal": {
         "SIGUSR1",
