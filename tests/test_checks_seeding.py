@@ -117,8 +117,10 @@ def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase):
 def test_stub_is_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
     ok, out = verdict(capsys, typo)
-    assert not ok and out == ("❌ your code raised AttributeError: "
-                              "'WorkerInfo' object has no attribute 'datset'"), out
+    # Python 3.12+ adds "Did you mean: 'dataset'?" to the same one line
+    assert not ok and out.startswith("❌ your code raised AttributeError: "
+                                     "'WorkerInfo' object has no attribute 'datset'"), out
+    assert len(out.splitlines()) == 1, out
 
 
 @pytest.mark.parametrize("dataset", ["HeldRng", Subset(list(range(16)), range(16)), [0.5] * 16],

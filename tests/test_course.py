@@ -25,7 +25,9 @@ import tiers  # noqa: E402
 
 def _make_n(*args: str) -> list[str]:
     # run under make too
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    # as a user's shell has it: no outer make, and make's default PYTHON (a PYTHON=… make test sets it)
+    outer = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON")
+    env = {k: v for k, v in os.environ.items() if k not in outer}
     done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=30, env=env)
     assert done.returncode == 0, done.stderr

@@ -53,6 +53,9 @@ def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
     return rebuild(loader, worker_init_fn=QuietWorkers(loader.worker_init_fn), **copies), None
 
 
+FORK_WITH_THREADS = r"This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks"
+
+
 def doctor(
     loader_or_factory: DataLoader | Callable[[], DataLoader],
     *,
@@ -78,6 +81,9 @@ def doctor(
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # Python 3.12+ warns when a process with threads forks (os.fork in Lib/os.py): the threads are
+        # the doctor's own samplers' and the host's (a Jupyter kernel's), not the user's loader
+        warnings.filterwarnings("ignore", message=FORK_WITH_THREADS, category=DeprecationWarning)
         loader = _loader_of(loader_or_factory)
         workers, chosen = _validated(time_budget_s, max_batches, shm_bytes, step_s, workers, between_epochs,
                                      probes)
