@@ -3,9 +3,13 @@ the notebooks write (notebooks/lessonNN.py), the one source of each."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import importlib
 import importlib.util
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -29,3 +33,23 @@ def lesson(name: str) -> ModuleType:
         return importlib.import_module(name)
     finally:
         sys.path.remove(str(ROOT / "notebooks"))
+
+
+@contextlib.contextmanager
+def static_server(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on 127.0.0.1 (a stand-in package index); yield its URL, ending in '/'."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()

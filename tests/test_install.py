@@ -5,7 +5,6 @@ folder that is the only index (PIP_NO_INDEX, PIP_FIND_LINKS)."""
 
 from __future__ import annotations
 
-import http.server
 import importlib.metadata
 import importlib.util
 import json
@@ -13,13 +12,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
-from course_code import ROOT
+from course_code import ROOT, static_server
 
 spec = importlib.util.spec_from_file_location("install", ROOT / "tools" / "install.py")
 install = importlib.util.module_from_spec(spec)
@@ -163,22 +161,9 @@ def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monk
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(TORCH_PIN)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(tmp_path), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        assert install.answers(f"http://127.0.0.1:{server.server_address[1]}/", timeout=5)
-        assert not install.answers(
-            f"http://127.0.0.1:{server.server_address[1]}/", project="nothing", timeout=5
-        )
-        index = f"http://127.0.0.1:{server.server_address[1]}/"
+    with static_server(tmp_path) as index:
+        assert install.answers(index, timeout=5)
+        assert not install.answers(index, project="nothing", timeout=5)
         calls = _record_pip(monkeypatch)
         monkeypatch.setattr(install, "installed_torch", lambda: None)  # as in a new .venv
         assert install.torch_first(requirements, index, ["--dry-run"]) is True
@@ -197,9 +182,6 @@ def test_an_index_that_serves_torch_answers_and_is_used_for_torch(tmp_path, monk
                 TORCH_PIN.strip(),
             ]
         ]
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize(

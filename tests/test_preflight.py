@@ -4,18 +4,16 @@ Only the first test starts JupyterLab."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import namedtuple
 
 import psutil
 import pytest
-from course_code import ROOT
+from course_code import ROOT, static_server
 
 sys.path.insert(0, str(ROOT / "tools"))
 import preflight  # noqa: E402
@@ -101,19 +99,8 @@ def local_indexes(tmp_path):
         (tmp_path / project).mkdir()
         (tmp_path / project / "index.html").write_text(f"<a href='{project}-1.0.tar.gz'>{project}</a>")
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(tmp_path), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield url + "/", url + "/"
-    server.shutdown()
-    server.server_close()
+    with static_server(tmp_path) as url:
+        yield url, url
 
 
 def _bare(**env: str) -> tuple[subprocess.CompletedProcess, float]:
