@@ -18,6 +18,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -48,13 +49,15 @@ def kernel_name() -> str:
 
 
 def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
-           allow_errors: bool = False) -> NotebookClient:
+           allow_errors: bool = False, client_class: type[NotebookClient] = NotebookClient,
+           **options: Any) -> NotebookClient:
     """The one way the course runs a notebook: a client for ``nb`` in a fresh kernel whose working
     folder is ``folder``, each cell at most ``timeout`` s, no timing or widget state in outputs.
     ``client(...).execute()`` runs it all; a caller that needs cell-by-cell control (the grader)
-    uses ``setup_kernel()`` and ``execute_cell()`` on it."""
+    uses ``setup_kernel()`` and ``execute_cell()`` on it, and may pass a ``client_class`` (a
+    NotebookClient subclass) and more NotebookClient ``options``."""
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python (loaderlab)", "language": "python"}
-    return NotebookClient(
+    return client_class(
         nb,
         timeout=int(timeout),
         kernel_name=kernel_name(),
@@ -65,6 +68,7 @@ def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
         # no widget state in the file (notebook 18's controls): it held a copy of every picture
         # and made the static site fetch the widget renderer online; the figures are outputs
         store_widget_state=False,
+        **options,
     )
 
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
+sys.path.insert(0, str(ROOT / "tools"))  # execute_notebooks, imported when a submission runs
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
@@ -316,25 +317,22 @@ def {function}():
 """
 
 
-class _CappedClient:
-    """Make a NotebookClient whose outputs stop being kept after ``OUTPUT_CAP_BYTES``."""
+def _capped_client_class():
+    """A NotebookClient subclass whose outputs stop being kept after ``OUTPUT_CAP_BYTES``."""
+    from nbclient import NotebookClient
 
-    @staticmethod
-    def make(nb, **kwargs):
-        from nbclient import NotebookClient
+    class Capped(NotebookClient):
+        printed = 0
+        capped = False
 
-        class Capped(NotebookClient):
-            printed = 0
-            capped = False
+        def output(self, outs, msg, display_id, cell_index):
+            self.printed += len(json.dumps(msg.get("content", {})))
+            if self.printed > OUTPUT_CAP_BYTES:
+                self.capped = True
+                return None
+            return super().output(outs, msg, display_id, cell_index)
 
-            def output(self, outs, msg, display_id, cell_index):
-                self.printed += len(json.dumps(msg.get("content", {})))
-                if self.printed > OUTPUT_CAP_BYTES:
-                    self.capped = True
-                    return None
-                return super().output(outs, msg, display_id, cell_index)
-
-        return Capped(nb, **kwargs)
+    return Capped
 
 
 class _KernelDied(Exception):
@@ -400,6 +398,7 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     '' or why it failed, and the checks with their verdicts."""
     import nbformat
     import psutil
+    from execute_notebooks import client as notebook_client  # the course's one way to run a notebook
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     official, checks, closing = lab_checks(course.labs[lab_name])
@@ -412,10 +411,9 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     client, where = None, "before the first cell"
     try:
         work = course.layout(tmp / "course")
-        client = _CappedClient.make(nbformat.v4.new_notebook(cells=cells + finish),
-                                    kernel_name=_kernel_name(), allow_errors=True,
-                                    shutdown_kernel="immediate", record_timing=False,
-                                    resources={"metadata": {"path": str(work)}})
+        client = notebook_client(nbformat.v4.new_notebook(cells=cells + finish), work, timeout=timeout,
+                                 allow_errors=True, client_class=_capped_client_class(),
+                                 shutdown_kernel="immediate")  # the course's kernel: main() checked it
         path = os.pathsep.join(filter(None, [str(tmp / "course" / "package"), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "MPLBACKEND": "agg", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
                "PYTHONDONTWRITEBYTECODE": "1"}
