@@ -153,14 +153,22 @@ def test_tracer_lets_worker_init_fn_reach_the_users_dataset(no_leaked_workers):
     assert captured == [["worker0", "worker0"], ["worker0", "worker0"]]
 
 
+def cpu_seconds(run) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
 @pytest.mark.course
 def test_tracer_overhead_is_under_5_percent_on_the_latency_dataset():
+    """The tracer's extra work is CPU time in this process (num_workers=0), so it is compared in
+    CPU time: waiting for a busy core stretches the epochs' wall time, not their CPU time. Margin:
+    the extra CPU must stay under 5 % of the epoch's 0.256 s of reads (12.8 ms for 8 batches)."""
     loader = DataLoader(LatencyDataset(n=64, latency_s=0.004), batch_size=8)
-    plain, traced = [], []
-    for _ in range(3):
-        plain.append(throughput(loader).seconds)
-        traced.append(trace_timeline(loader).epoch_s)
-    assert min(traced) <= 1.05 * min(plain), f"traced {min(traced):.3f}s vs {min(plain):.3f}s"
+    plain = min(cpu_seconds(lambda: throughput(loader)) for _ in range(5))
+    traced = min(cpu_seconds(lambda: trace_timeline(loader)) for _ in range(5))
+    reads = len(loader.dataset) * loader.dataset.latency_s
+    assert traced - plain < 0.05 * reads, f"traced {traced * 1e3:.1f} ms of CPU vs {plain * 1e3:.1f} ms"
 
 
 @pytest.mark.course
