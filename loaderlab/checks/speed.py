@@ -105,7 +105,7 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
     base = max(base, throughput(slow_loader, max_batches=3).samples_per_s)
     rate, seconds, first_batch_s = max(passes)
     speedup = rate / base
-    if speedup < MIN_SPEEDUP and first_batch_s > 0.5 * seconds:
+    if speedup < MIN_SPEEDUP and tuned.num_workers > 0 and first_batch_s > 0.5 * seconds:
         raise Wrong(f"same batches, but only {speedup:.1f}x the starting throughput: waiting for the "
                     f"first batch took {first_batch_s:.1f} s of the {seconds:.1f} s pass, starting the "
                     f"workers (under spawn each one imports torch again); persistent_workers=True pays "
