@@ -1,29 +1,33 @@
-"""Lab 07 checker: each wrong worker_init_fn rejected for its own reason, right ones accepted,
-on the lab's dataset (notebook 07's HeldRng, from notebooks/lesson07.py)."""
+"""Lab 07 checker: each wrong seeded Dataset rejected for its own reason, right ones accepted.
+
+The answers are the lab's ``Augmented`` (written by the solution's %%writefile lab07.py cell) with
+``generator()`` or ``__getstate__`` written another way."""
 
 from __future__ import annotations
 
+import importlib
 import os
-import random
+import sys
 import time
 
 import numpy as np
 import pytest
 import torch
-from course_code import lesson
-from torch.utils.data import Subset, get_worker_info
+from course_code import ROOT
+from torch.utils.data import ConcatDataset, Dataset, get_worker_info
 
-from loaderlab.checks.seeding import check_worker_init_fn, seeding_run
+from loaderlab.checks import seeding
+from loaderlab.checks.seeding import SECTION, check_seeded_dataset, draws, repeats, repeats_across
+
+# solutions/ stays on the path so that spawned workers, which import lab07 by name, find it too
+sys.path.insert(0, str(ROOT / "solutions"))
+Augmented = importlib.import_module("lab07").Augmented
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 
-def lab_dataset():
-    return lesson("lesson07").HeldRng(16)
-
-
-def verdict(capsys, candidate, dataset=None) -> tuple[bool, str]:
-    ok = check_worker_init_fn(candidate, lab_dataset() if dataset is None else dataset)
+def verdict(capsys, candidate) -> tuple[bool, str]:
+    ok = check_seeded_dataset(candidate)
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "Traceback" not in out, out
     return ok, out.strip()
@@ -32,123 +36,225 @@ def verdict(capsys, candidate, dataset=None) -> tuple[bool, str]:
 # ------------------------------------------------------------------ student answers
 
 
-def from_worker_seed(worker_id):
+def _seed_here():
     info = get_worker_info()
-    info.dataset.rng = np.random.default_rng(info.seed)
+    return info.seed if info is not None else torch.initial_seed()
 
 
-def from_initial_seed(worker_id):  # a different right answer: torch.initial_seed() == info.seed
-    get_worker_info().dataset.rng = np.random.default_rng([worker_id, torch.initial_seed()])
+class SeedSequenceMix(Augmented):  # right too: mixes the two seeds another way, rebuilt on change
+    def generator(self):
+        seed = _seed_here()
+        if seed != self.rng_seed:
+            state = np.random.SeedSequence(entropy=seed, spawn_key=(self.seed,))
+            self.rng, self.rng_seed = np.random.Generator(np.random.PCG64(state)), seed
+        return self.rng
 
 
-def reseed_in_place(worker_id):  # right too: the same Generator object, a new state
-    info = get_worker_info()
-    info.dataset.rng.bit_generator.state = np.random.PCG64(info.seed).state
+class HeldFromInit(Augmented):  # the pitfall: the generator made in __init__, copied to each worker
+    def __init__(self, n=16, seed=0):
+        super().__init__(n, seed)
+        self.rng = np.random.default_rng(seed)
+
+    def generator(self):
+        return self.rng
 
 
-def no_reseed(worker_id):
-    pass
+class BuiltOnce(Augmented):  # built on first use only: a draw in the main process reaches the workers
+    def generator(self):
+        if self.rng is None:
+            self.rng = np.random.default_rng([_seed_here(), self.seed])
+        return self.rng
 
 
-def worker_id_only(worker_id):
-    get_worker_info().dataset.rng = np.random.default_rng(worker_id)
+class RebuiltEveryDraw(Augmented):
+    def generator(self):
+        return np.random.default_rng([_seed_here(), self.seed])
 
 
-def global_numpy(worker_id):  # the popular advice (C15), applied to the wrong generator
-    seed = torch.initial_seed() % 2**32
-    np.random.seed(seed)
-    random.seed(seed)
+class WorkerIdOnly(Augmented):
+    def generator(self):
+        info = get_worker_info()
+        key = info.id if info is not None else 0
+        if key != self.rng_seed:
+            self.rng, self.rng_seed = np.random.default_rng([key, self.seed]), key
+        return self.rng
 
 
-def constant(worker_id):
-    get_worker_info().dataset.rng = np.random.default_rng(1234)
+class WorkerSeedOnly(Augmented):  # no own seed: two datasets in one worker draw the same stream
+    def generator(self):
+        seed = _seed_here()
+        if seed != self.rng_seed:
+            self.rng, self.rng_seed = np.random.default_rng(seed), seed
+        return self.rng
 
 
-def from_clock(worker_id):
-    get_worker_info().dataset.rng = np.random.default_rng(time.time_ns() + worker_id)
+class NoMainProcess(Augmented):
+    def generator(self):
+        info = get_worker_info()
+        if info.seed != self.rng_seed:
+            self.rng, self.rng_seed = np.random.default_rng([info.seed, self.seed]), info.seed
+        return self.rng
 
 
-def from_urandom(worker_id):
-    get_worker_info().dataset.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+class FromClock(Augmented):
+    def generator(self):
+        seed = _seed_here()
+        if seed != self.rng_seed:
+            self.rng, self.rng_seed = np.random.default_rng([time.time_ns(), self.seed]), seed
+        return self.rng
 
 
-def rebinds_a_local(worker_id):  # reseeds a local name: the dataset keeps its copy
-    rng = get_worker_info().dataset.rng
-    rng = np.random.default_rng(get_worker_info().seed)  # noqa: F841
+class FromUrandom(Augmented):
+    def generator(self):
+        seed = _seed_here()
+        if seed != self.rng_seed:
+            entropy = int.from_bytes(os.urandom(8), "little")
+            self.rng, self.rng_seed = np.random.default_rng([entropy, self.seed]), seed
+        return self.rng
 
 
-def typo(worker_id):
-    get_worker_info().datset.rng = None
+class SendsItsGenerator(Augmented):  # right in workers, but pickles its generator (spawn would get it)
+    def __getstate__(self):
+        return dict(self.__dict__)
 
 
-def stub(worker_id):
-    raise NotImplementedError("your code here")
+class Typo(Augmented):
+    def generator(self):
+        seed = _seed_here()
+        if seed != self.rng_seed:
+            self.rng, self.rng_seed = np.random.default_rng([seed, self.sed]), seed
+        return self.rng
+
+
+class Stub(Augmented):
+    def generator(self):
+        raise NotImplementedError("your code here")
+
+
+class StubGetstate(Augmented):  # generator() written, __getstate__ still the lab's stub
+    def __getstate__(self):
+        raise NotImplementedError("your code here")
+
+
+class NoSeedArgument(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+
+class WrongRows(Augmented):
+    def __getitem__(self, index):
+        return float(self.generator().random())
 
 
 # ------------------------------------------------------------------------- checker
 
 
 @pytest.mark.course
-@pytest.mark.parametrize("candidate", [from_worker_seed, from_initial_seed, reseed_in_place])
-def test_seeds_from_the_loader_are_accepted(capsys, candidate):
+@pytest.mark.parametrize("candidate", [Augmented, SeedSequenceMix])
+def test_the_recipe_is_accepted(capsys, candidate):
     ok, out = verdict(capsys, candidate)
     assert ok and out.startswith("✅ 2 workers drew 32 distinct values"), out
 
 
 @pytest.mark.course
 @pytest.mark.parametrize(
-    ("candidate", "phrase"),
+    ("candidate", "phrase", "section"),
     [
-        (no_reseed, "dataset.rng was not reseeded"),
-        (rebinds_a_local, "dataset.rng was not reseeded"),
-        (global_numpy, "you seeded NumPy's global generator (np.random)"),
-        (constant, "both workers got the same seed (a constant?)"),
-        (worker_id_only, "the values repeat from one epoch to the next"),
-        (from_clock, "not reproducible"),
-        (from_urandom, "not reproducible"),
+        (HeldFromInit, "the two workers drew the same values (8 of 16 values repeated within an epoch)", 3),
+        (BuiltOnce, "the two workers drew the same values", 3),
+        (RebuiltEveryDraw, "in the main process (num_workers=0) 31 of 32 values repeated", 4),
+        (WorkerIdOnly, "16 of 16 values of epoch 2 repeated epoch 1", 1),
+        (WorkerSeedOnly, "two datasets with different seeds, joined by a ConcatDataset", 4),
+        (FromClock, "two runs with DataLoader(generator=torch.Generator().manual_seed(0)) drew different", 6),
+        (FromUrandom, "your seed is not the loader's", 6),
+        (SendsItsGenerator, "still carries its generator (rng)", 5),
     ],
 )
-def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase):
+def test_wrong_seeding_is_rejected_with_its_reason(capsys, candidate, phrase, section):
+    ok, out = verdict(capsys, candidate)
+    assert not ok and out.startswith("❌") and phrase in out, out
+    assert out.endswith(f"Hint: notebook 07, section {SECTION[section]}."), out
+
+
+@pytest.mark.course
+def test_stubs_are_pending_and_a_crash_is_one_line(capsys):
+    assert verdict(capsys, Stub) == (False, "⏳ not attempted yet")
+    assert verdict(capsys, StubGetstate) == (False, "⏳ not attempted yet")
+    assert verdict(capsys, None) == (False, "⏳ not attempted yet")
+    ok, out = verdict(capsys, Typo)
+    # Python 3.12+ adds "Did you mean: 'seed'?" to the same one line
+    assert not ok and out.startswith("❌ your code raised AttributeError: "
+                                     "'Typo' object has no attribute 'sed'"), out
+
+
+class Forever(Augmented):
+    def generator(self):
+        while True:
+            pass
+
+
+def test_an_answer_that_never_returns_is_one_sentence_not_a_hang(capsys, monkeypatch):
+    monkeypatch.setattr(seeding, "MAIN_BOUND_S", 0.3)
+    ok, out = verdict(capsys, Forever)
+    assert not ok and out.startswith("❌ 32 draws in the main process took more than 0 s"), out
+
+
+def test_the_main_process_failure_names_the_fallback(capsys):
+    ok, out = verdict(capsys, NoMainProcess)  # fails before any worker starts
+    assert not ok and "get_worker_info() is None" in out and "fall back to torch.initial_seed()" in out, out
+    assert out.endswith(f"Hint: notebook 07, section {SECTION[4]}."), out
+
+
+@pytest.mark.parametrize(
+    ("candidate", "phrase"),
+    [
+        (lambda n, seed=0: Augmented(n, seed), "needs your Dataset class (from lab07.py), got function"),
+        (list, "needs your Dataset class (from lab07.py), got list"),
+        (NoSeedArgument, "keep the lab's __init__(self, n, seed)"),
+        (WrongRows, "must be a float64 tensor [index, worker, draw]"),
+    ],
+    ids=["function", "list", "no-seed-argument", "wrong-rows"],
+)
+def test_a_candidate_that_is_not_the_labs_dataset_is_one_sentence(capsys, candidate, phrase):
     ok, out = verdict(capsys, candidate)
     assert not ok and out.startswith("❌") and phrase in out, out
 
 
-@pytest.mark.course
-def test_stub_is_pending_and_a_crash_is_one_line(capsys):
-    assert verdict(capsys, stub) == (False, "⏳ not attempted yet")
-    ok, out = verdict(capsys, typo)
-    # Python 3.12+ adds "Did you mean: 'dataset'?" to the same one line
-    assert not ok and out.startswith("❌ your code raised AttributeError: "
-                                     "'WorkerInfo' object has no attribute 'datset'"), out
-    assert len(out.splitlines()) == 1, out
-
-
-@pytest.mark.parametrize("dataset", ["HeldRng", Subset(list(range(16)), range(16)), [0.5] * 16],
-                         ids=["a-string", "subset-without-rng", "list"])
-def test_a_dataset_other_than_the_labs_is_one_sentence(capsys, dataset):
-    ok, out = verdict(capsys, from_worker_seed, dataset=dataset)
-    assert not ok and out.startswith("❌") and "lab's" in out, out
+def test_an_instance_is_refused_as_a_call():
+    with pytest.raises(TypeError, match="`dataset_class` must be the function .* without calling it"):
+        check_seeded_dataset(Augmented(16))
 
 
 # ------------------------------------------------------------------------- helpers
 
 
-def test_seeding_run_counts_the_duplicates_exactly():
-    broken = seeding_run(None, lab_dataset())
-    assert broken.duplicates_within_epochs() == 16  # 8 per epoch: worker 1 replays worker 0
-    assert broken.duplicates_across_epochs() == 16  # epoch 2 replays epoch 1 entirely
-    assert broken.workers[0].count(0) == broken.workers[0].count(1) == 8
-    fixed = seeding_run(from_worker_seed, lab_dataset(), persistent_workers=True)
-    assert fixed.duplicates_within_epochs() == fixed.duplicates_across_epochs() == 0
-    assert fixed.rng_changed and not fixed.np_changed
-    assert (seeding_run(from_worker_seed, lab_dataset(), seed=1).values
-            != seeding_run(from_worker_seed, lab_dataset(), seed=2).values)
+def test_repeats_are_counted_exactly():
+    rows = torch.tensor([[0, 0, 0.5], [1, 0, 0.25], [2, 1, 0.5], [3, 1, 0.5]], dtype=torch.float64)
+    assert repeats(rows) == [(0, 2), (0, 3)]
+    assert repeats_across(rows, rows[2:]) == 2
 
 
-def test_the_values_are_the_lab_datasets_draws():
-    dataset = lab_dataset()
-    run = seeding_run(None, dataset, epochs=1)
-    first_two = np.random.default_rng(0).random(2).tolist()  # each worker's copy of default_rng(0)
-    assert run.values[0][:2] == first_two and run.values[0][2:4] == first_two  # batch 0: worker 0, batch 1: 1
-    with pytest.raises(ValueError, match="epochs"):
-        seeding_run(None, dataset, epochs=0)
+def test_draws_in_the_main_process_follow_torch_initial_seed():
+    torch.manual_seed(3)
+    first = draws(Augmented(8), epochs=2, workers=0)
+    torch.manual_seed(3)
+    again = draws(Augmented(8), epochs=2, workers=0)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not repeats(torch.cat(first)) and (first[0][:, 1] == -1).all()
+
+
+@pytest.mark.course
+def test_draws_count_the_held_generators_duplicates_exactly():
+    held = draws(HeldFromInit(16), epochs=2)
+    assert [len(repeats(rows)) for rows in held] == [8, 8]  # worker 1 replays worker 0
+    assert repeats_across(*held) == 16  # and each epoch replays the first
+    assert held[0][:, 1].tolist().count(0) == held[0][:, 1].tolist().count(1) == 8
+    kept = draws(Augmented(16), epochs=2, persistent=True)
+    assert not repeats(torch.cat(kept))
+    assert not torch.equal(draws(Augmented(16), seed=1)[0], draws(Augmented(16), seed=2)[0])
+
+
+@pytest.mark.course
+def test_the_recipe_with_one_seed_twice_repeats_in_a_concat_dataset():
+    same = draws(ConcatDataset([Augmented(8, seed=5), Augmented(8, seed=5)]))[0]
+    assert len(repeats(same)) == 8  # each worker: 4 draws from each half, the second replays the first

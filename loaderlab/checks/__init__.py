@@ -12,7 +12,7 @@ Checkers run the candidate in real DataLoaders; they do not read its source.
 | 04 caching decoded samples | ``check_cached_loader`` |
 | 05 pad_collate, bucketing | ``check_pad_collate``, ``check_bucket_batches`` |
 | 06 copy-on-write fix | ``check_cow_fix`` |
-| 07 worker seeding | ``check_worker_init_fn`` |
+| 07 worker seeding | ``check_seeded_dataset`` |
 | 08 hang fix | ``check_hang_fix`` |
 | 09 balanced weights | ``check_balanced_weights`` |
 | 10 DDP epochs | ``check_ddp_epochs`` |
@@ -34,7 +34,7 @@ from loaderlab.checks.memory import check_cow_fix
 from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, checker, one_line
 from loaderlab.checks.resume import check_resumable
 from loaderlab.checks.sampling import check_balanced_weights
-from loaderlab.checks.seeding import check_worker_init_fn
+from loaderlab.checks.seeding import check_seeded_dataset
 from loaderlab.checks.spawn import check_spawn_safe
 from loaderlab.checks.speed import check_fast_loader
 from loaderlab.checks.splits import check_split_loaders
@@ -43,7 +43,7 @@ from loaderlab.checks.streaming import check_sharded_iterable
 __all__ = [
     "Wrong", "checker", "one_line", "CheckerTypeError", "CheckerValueError",
     "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
-    "check_cow_fix", "check_worker_init_fn", "check_hang_fix", "check_balanced_weights",
+    "check_cow_fix", "check_seeded_dataset", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable", "check_resumable", "check_bottleneck",
     "check_kept_batches", "check_split_loaders", "check_cached_loader", "check_spawn_safe",
 ]
