@@ -8,6 +8,7 @@ a table whose rows give a start (H:MM from the beginning) and a length in minute
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -107,3 +108,27 @@ def test_the_guide_has_triage_helpers_timing_failures_and_a_survey():
     for heading in ("## Install triage", "## Helpers and sticky notes",
                     "## When a timing assertion fails on a busy laptop", "## The survey"):
         assert re.search(rf"^{re.escape(heading)}", text, re.M), f"docs/instructor.md lacks '{heading}'"
+
+
+SECTION = re.compile(r"§(\d+)(?:–\d+)? \"([^\"]+)\"")
+
+
+def headings(notebook: str) -> dict[int, str]:
+    """{N: title} of a notebook's numbered sections ("## N. title")."""
+    path = next((ROOT / "notebooks").glob(f"{notebook}_*.ipynb"))
+    cells = json.loads(path.read_text())["cells"]
+    markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    lines = [line for text in markdown for line in text.splitlines()]
+    return {int(m.group(1)): m.group(2) for line in lines if (m := re.match(r"## (\d+)\. (.*)", line))}
+
+
+def test_every_section_a_card_quotes_is_that_notebooks_section():
+    parts = re.split(r"^### Slot · Notebook (\d\d)", GUIDE.read_text(), flags=re.M)
+    wrong = []
+    for notebook, card in zip(parts[1::2], parts[2::2], strict=True):
+        titles = headings(notebook)
+        for number, quoted in SECTION.findall(" ".join(card.split())):
+            title = titles.get(int(number), "")
+            if quoted.rstrip(".…") not in title:
+                wrong.append(f"{notebook} §{number} {quoted!r} (the notebook: {title!r})")
+    assert not wrong, "a card quotes a section title the notebook does not have: " + "; ".join(wrong)
