@@ -2,7 +2,7 @@
 occupies, the pages a garbage collection would write, and the one-line error for no fork.
 
 The lesson's Datasets (row lengths, packed rows, the unpickling probe) are written by notebook
-06's ``%%writefile lesson06*.py`` cells.
+06's ``%%writefile lesson06_rows*.py`` cells.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 doctor's wrapper mixin ``AttributeForwarding`` (``loaderlab.doctor.workers``) and
 ``LatencyDataset``, samples that sleep like a remote read (the tests of the instruments, the
 checkers and the doctor). Notebooks write their own Datasets in ``%%writefile lessonNN.py``
-cells (notebook 03's ``LatencyDataset`` is ``lesson03.py``'s).
+cells (notebook 03's ``LatencyDataset`` is ``lesson03_datasets.py``'s).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the error instead of raising (``consume``, ``consume_each``: a bounded child's function, see
 ``loaderlab.bounded``), a crashed worker's stderr in a file, stack dumps of stuck workers, and the
 source line a lesson points at. ``CrashingDataset`` fails on purpose (the doctor's tests use it;
-notebook 08 writes its own in ``lesson08_c.py``).
+notebook 08 writes its own in ``lesson08_crashing.py``).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def request_stack_dumps(
 ) -> dict[int, str]:
     """Return ``{worker_id: stack text}``: signal each worker whose worker_init_fn registered
     ``faulthandler`` on ``signum`` (default SIGUSR1), writing its pid on the first line of
-    ``directory/worker-<id>.stack`` (notebook 08's ``lesson08.py``), and wait (up to
+    ``directory/worker-<id>.stack`` (notebook 08's ``lesson08_locks.py``), and wait (up to
     ``timeout_s``) for its dump. Only pids read from the dump files are signalled.
 
     Workers are signalled ``settle_s`` seconds after the last one has started, so that they

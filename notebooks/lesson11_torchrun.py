@@ -7,7 +7,7 @@ import json
 import sys
 
 import torch.distributed as dist
-from lesson11_c import RankWorkerShardedStream  # the stream of the cell above, next to this script
+from lesson11_rank_shards import RankWorkerShardedStream  # the stream of the cell above, next to this script
 from torch.utils.data import DataLoader
 
 

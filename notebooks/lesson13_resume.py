@@ -4,8 +4,8 @@ import signal
 import sys
 
 import torch
-from lesson08 import DumpStackOnSignal  # notebook 08: a worker's stack on SIGUSR1
-from lesson13 import StatefulNoisyDataset
+from lesson08_locks import DumpStackOnSignal  # notebook 08: a worker's stack on SIGUSR1
+from lesson13_noisy import StatefulNoisyDataset
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 if __name__ == "__main__":  # not when a spawned worker imports this file

@@ -3,7 +3,7 @@ build them (``python -m loaderlab doctor doctor_catalogue:broken_held_rng`` from
 
 CATALOGUE maps each broken loader to the finding the doctor must report, its fixed counterpart
 (no warning, no error) and the command-line options both are probed with. The seeding datasets
-are notebook 07's (notebooks/lesson07.py and lesson07_b.py), imported, not written again.
+are notebook 07's (notebooks/lesson07_draws.py and lesson07_lazy_rng.py), imported, not written again.
 """
 
 import hashlib
@@ -31,8 +31,8 @@ NOTEBOOKS = str(Path(__file__).resolve().parent.parent / "notebooks")
 if NOTEBOOKS not in sys.path:  # notebook 07's lesson modules; spawned workers inherit sys.path
     sys.path.insert(0, NOTEBOOKS)
 
-from lesson07 import GlobalDraws, HeldRng, InheritedNumpyState, seed_globals  # noqa: E402
-from lesson07_b import LazyRng  # noqa: E402
+from lesson07_draws import GlobalDraws, HeldRng, InheritedNumpyState, seed_globals  # noqa: E402
+from lesson07_lazy_rng import LazyRng  # noqa: E402
 
 from loaderlab.cores import usable_cores  # noqa: E402
 

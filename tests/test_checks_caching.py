@@ -19,7 +19,7 @@ from loaderlab.checks.caching import check_cached_loader
 from loaderlab.data import make_image_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from lesson04 import ImageFiles  # noqa: E402  (written by notebook 04)
+from lesson04_image_files import ImageFiles  # noqa: E402  (written by notebook 04)
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="the lost cache of forked workers needs fork")

@@ -23,7 +23,7 @@ from loaderlab.collate import padding_waste
 
 # The correct answers are the code notebook 05 built: its lesson module and its sampler snippet.
 sys.path.insert(0, str(ROOT / "notebooks"))
-from lesson05_b import pad_collate
+from lesson05_pad_collate import pad_collate
 
 sys.path.remove(str(ROOT / "notebooks"))
 _spec = importlib.util.spec_from_file_location("snippet_bucketing",

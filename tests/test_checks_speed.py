@@ -21,7 +21,7 @@ from loaderlab.checks.speed import check_fast_loader, reference_batches
 from loaderlab.loaders import same_batches
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from lesson03 import LatencyDataset  # noqa: E402  (written by notebook 03)
+from lesson03_datasets import LatencyDataset  # noqa: E402  (written by notebook 03)
 
 N_SAMPLES, BATCH_SIZE, LATENCY_S = 84, 8, 0.04
 
@@ -194,10 +194,10 @@ def test_a_fetch_that_never_returns_is_answered_not_awaited(capsys, monkeypatch)
 
 
 def test_an_answer_that_makes_waiting_itself_faster_gains_nothing(capsys, monkeypatch):
-    import lesson03
+    import lesson03_datasets
 
     def no_sleep(loader):  # the dataset untouched, but every wait of the process made shorter
-        monkeypatch.setattr(lesson03.time, "sleep", lambda seconds: None)
+        monkeypatch.setattr(lesson03_datasets.time, "sleep", lambda seconds: None)
         return loader
 
     assert check_fast_loader(no_sleep, slow_loader()) is False

@@ -1,13 +1,13 @@
 """Editing notebook 04's Dataset code and re-running the cells after it takes effect without a
 kernel restart, under fork and under spawn (README, "Show the code"; issue #13's done-when).
 
-A `loaderlab` kernel runs 04's own cells in a copy of notebooks/ (the committed lesson04.py is
+A `loaderlab` kernel runs 04's own cells in a copy of notebooks/ (the committed lesson04_image_files.py is
 never touched): the setup cell (`%autoreload 2`), the cell that writes the image folder, the
-`%%writefile lesson04.py` cell and the import cell after it. A loader with 2 workers built from
+`%%writefile lesson04_image_files.py` cell and the import cell after it. A loader with 2 workers built from
 the notebook's `ImageFiles` and `ResizeToTensor` reads a batch. Then the `%%writefile` cell's
 text is edited (pixels scaled by 0 instead of 1/255, images resized to half the size), the cell
 and the import are re-run, and a new loader's batch must show both edits: the workers run the
-edited code, whether they are forked from the kernel or spawned and import lesson04.py afresh.
+edited code, whether they are forked from the kernel or spawned and import lesson04_image_files.py afresh.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ EDITS = {".float() / 255": ".float() * 0", "(self.size, self.size)": "(self.size
 
 
 def cells_up_to_the_import(path: Path) -> tuple[list[str], int]:
-    """04's code cells from the setup cell to the cell importing lesson04, and the index (in that
-    list) of the cell that writes lesson04.py."""
+    """04's code cells from the setup cell to the cell importing lesson04_image_files, and the index (in that
+    list) of the cell that writes lesson04_image_files.py."""
     sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    write = next(i for i, s in enumerate(sources) if s.startswith("%%writefile lesson04.py\n"))
-    load = next(i for i, s in enumerate(sources) if i > write and s.startswith("from lesson04 import"))
+    write = next(i for i, s in enumerate(sources) if s.startswith("%%writefile lesson04_image_files.py\n"))
+    load = next(i for i, s in enumerate(sources)
+                if i > write and s.startswith("from lesson04_image_files import"))
     return sources[:load + 1], write
 
 
@@ -77,7 +78,7 @@ def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(metho
         edited = cells[write]
         for old, new in EDITS.items():
             assert old in edited, (
-                f"04's %%writefile lesson04.py cell no longer contains {old!r}: update EDITS")
+                f"04's %%writefile lesson04_image_files.py cell no longer contains {old!r}: update EDITS")
             edited = edited.replace(old, new)
         run(client, edited)
         run(client, cells[write + 1])
@@ -89,4 +90,5 @@ def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(metho
     assert before[-1] == after[-1] == method
     assert before[1:5] == ["(4,", "3,", "32,", "32)"] and float(before[5]) > 0, before
     assert after[1:5] == ["(4,", "3,", "16,", "16)"] and float(after[5]) == 0.0, after
-    assert (ROOT / "notebooks" / "lesson04.py").read_text() != (folder / "lesson04.py").read_text()
+    module = "lesson04_image_files.py"
+    assert (ROOT / "notebooks" / module).read_text() != (folder / module).read_text()

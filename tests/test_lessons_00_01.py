@@ -1,4 +1,5 @@
-"""The lesson modules written by notebooks 00 and 01 (notebooks/lesson00.py, lesson01.py)."""
+"""The lesson modules written by notebooks 00 and 01 (notebooks/lesson00_who_fetches.py,
+lesson01_image_files.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from loaderlab.env import can_fork
 
 @pytest.mark.course
 def test_slow_dataset_waits_per_sample_and_returns_the_index():
-    lesson00 = lesson("lesson00")
-    dataset = lesson00.SlowDataset(n=5, latency_s=0.02, dim=3)
+    lesson00_who_fetches = lesson("lesson00_who_fetches")
+    dataset = lesson00_who_fetches.SlowDataset(n=5, latency_s=0.02, dim=3)
     start = time.perf_counter()
     x, y = dataset[3]
     assert time.perf_counter() - start >= 0.02  # a lower bound: a sleep never ends early
@@ -28,9 +29,10 @@ def test_slow_dataset_waits_per_sample_and_returns_the_index():
 
 @pytest.mark.skipif(not can_fork(), reason="the module is loaded from a path: workers get it by fork")
 def test_who_fetches_names_the_main_process_and_the_workers(no_leaked_workers):
-    lesson00 = lesson("lesson00")
-    assert lesson00.WhoFetches(4)[2] == (2, os.getpid(), -1)
-    loader = DataLoader(lesson00.WhoFetches(4), batch_size=2, num_workers=2, multiprocessing_context="fork")
+    lesson00_who_fetches = lesson("lesson00_who_fetches")
+    assert lesson00_who_fetches.WhoFetches(4)[2] == (2, os.getpid(), -1)
+    loader = DataLoader(lesson00_who_fetches.WhoFetches(4), batch_size=2, num_workers=2,
+                        multiprocessing_context="fork")
     rows = [(i, pid, w) for idx, pids, ws in loader
             for i, pid, w in zip(idx.tolist(), pids.tolist(), ws.tolist(), strict=True)]
     assert [w for _, _, w in rows] == [0, 0, 1, 1]
@@ -38,9 +40,9 @@ def test_who_fetches_names_the_main_process_and_the_workers(no_leaked_workers):
 
 
 def test_image_files_decode_to_uint8_channels_first(tmp_path):
-    lesson01 = lesson("lesson01")
+    lesson01_image_files = lesson("lesson01_image_files")
     paths = make_image_folder(tmp_path, n=3, size=16, n_grayscale=1)
-    dataset = lesson01.ImageFiles(paths, labels=[7, 8, 9, 10])
+    dataset = lesson01_image_files.ImageFiles(paths, labels=[7, 8, 9, 10])
     image, label = dataset[1]
     with Image.open(paths[1]) as pil:
         expected = np.array(pil.convert("RGB"))

@@ -1,7 +1,7 @@
-"""Notebook 03's instruments, in its lesson modules (notebooks/lesson03_b.py and lesson03_c.py,
-written by its %%writefile cells): batches_in_flight counts prefetch_factor per worker, capped
-by the batch count, and stops the workers before they finish starting; host_to_device_seconds
-needs an accelerator and times the copy itself, not its launch."""
+"""Notebook 03's instruments, in its lesson modules (notebooks/lesson03_in_flight.py and
+lesson03_host_to_device.py, written by its %%writefile cells): batches_in_flight counts
+prefetch_factor per worker, capped by the batch count, and stops the workers before they finish
+starting; host_to_device_seconds needs an accelerator and times the copy itself, not its launch."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _mark_started(worker_id: int) -> None:
 
 
 def test_batches_in_flight_counts_prefetch_per_worker(no_leaked_workers):
-    batches_in_flight = lesson("lesson03_b").batches_in_flight
+    batches_in_flight = lesson("lesson03_in_flight").batches_in_flight
     ds = TensorDataset(torch.arange(64.0))
     assert batches_in_flight(DataLoader(ds, batch_size=2)) == 0
     assert batches_in_flight(DataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=3)) == 6
@@ -34,20 +34,20 @@ def test_batches_in_flight_stops_spawned_workers_before_they_start(tmp_path, mon
     monkeypatch.setenv("LESSON03_STARTED", str(tmp_path))
     loader = DataLoader(TensorDataset(torch.arange(16.0)), batch_size=2, num_workers=2,
                         worker_init_fn=_mark_started, multiprocessing_context="spawn")
-    assert lesson("lesson03_b").batches_in_flight(loader) == 4
+    assert lesson("lesson03_in_flight").batches_in_flight(loader) == 4
     assert list(tmp_path.iterdir()) == []
 
 
 def test_batches_in_flight_leaves_a_persistent_loader_usable(no_leaked_workers):
     loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=2,
                         persistent_workers=True)
-    assert lesson("lesson03_b").batches_in_flight(loader) == 4
+    assert lesson("lesson03_in_flight").batches_in_flight(loader) == 4
     assert torch.cat([xb for (xb,) in loader]).tolist() == list(range(8))  # a whole epoch after
     del loader  # its persistent workers exit
 
 
 def test_host_to_device_seconds_needs_an_accelerator_and_times_the_copy():
-    host_to_device_seconds = lesson("lesson03_c").host_to_device_seconds
+    host_to_device_seconds = lesson("lesson03_host_to_device").host_to_device_seconds
     if not torch.accelerator.is_available():
         for pinned in (False, True):
             # torch's CPU build says "accelerator"; its CUDA build (Python 3.12+ here) "NVIDIA driver"

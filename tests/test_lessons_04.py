@@ -1,4 +1,4 @@
-"""Notebook 04's lesson modules (notebooks/lesson04*.py, written by its %%writefile cells):
+"""Notebook 04's lesson modules (notebooks/lesson04_image_files*.py, written by its %%writefile cells):
 CachedImages keeps a few tensors whatever the sample count, so forkserver workers accept it
 where a dict of 256 tensors fails with "too many fds"; BatchedTensors' __getitems__ returns
 what per-sample fetching and the default collate return."""
@@ -36,9 +36,9 @@ class DictCache(Dataset):
 
 @pytest.mark.course
 def test_cached_images_keep_three_tensors_and_reach_forkserver_workers(monkeypatch, no_leaked_workers):
-    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # forkserver workers import lesson04_b
+    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # forkserver workers import lesson04_cache
     samples = [Squares()[i] for i in range(300)]
-    cached = lesson("lesson04_b").CachedImages(Squares())
+    cached = lesson("lesson04_cache").CachedImages(Squares())
     assert len([v for v in vars(cached).values() if isinstance(v, torch.Tensor)]) == 3
     assert cached.filled.all() and torch.equal(cached[7][0], samples[7][0]) and int(cached[7][1]) == 2
     loader = DataLoader(cached, batch_size=100, num_workers=1, multiprocessing_context="forkserver")
@@ -60,19 +60,20 @@ def test_lazy_cache_fills_on_first_access_only():
             calls.append(index)
             return torch.ones(2) * index, index
 
-    lazy = lesson("lesson04_b").CachedImages(Counting(), preload=False)
+    lazy = lesson("lesson04_cache").CachedImages(Counting(), preload=False)
     assert calls == [0] and not lazy.filled.any()  # __init__ reads sample 0 for the shape
     lazy[2], lazy[2], lazy[3]
     assert calls == [0, 2, 3] and lazy.filled.tolist() == [False, False, True, True]
 
 
 def test_getitems_returns_the_per_sample_batch():
-    lesson04_c = lesson("lesson04_c")
+    lesson04_whole_batches = lesson("lesson04_whole_batches")
     features, labels = torch.randn(50, 3), torch.arange(50)
-    dataset = lesson04_c.BatchedTensors(features, labels)
+    dataset = lesson04_whole_batches.BatchedTensors(features, labels)
     order = [4, 9, 0, 33]
     per_sample = next(iter(DataLoader(TensorDataset(features, labels), batch_size=4, sampler=order)))
     dataset_getitems = dataset.__getitems__(order)
-    batched = next(iter(DataLoader(dataset, batch_size=4, sampler=order, collate_fn=lesson04_c.keep_batch)))
+    loader = DataLoader(dataset, batch_size=4, sampler=order, collate_fn=lesson04_whole_batches.keep_batch)
+    batched = next(iter(loader))
     for got in (dataset_getitems, batched):
         assert torch.equal(got[0], per_sample[0]) and torch.equal(got[1], per_sample[1])

@@ -1,4 +1,4 @@
-"""Notebook 06's lesson modules (notebooks/lesson06*.py, written by its %%writefile cells): the
+"""Notebook 06's lesson modules (notebooks/lesson06_rows*.py, written by its %%writefile cells): the
 table Datasets read what they claim (and NormalizingRowLengths writes in place), CollectAtStart
 reports what its collection added after the gate lets it go, and UnpickleCost measures each
 part's copy where it is unpickled."""
@@ -21,14 +21,14 @@ from loaderlab.data import make_metadata, metadata_array
 def test_row_lengths_batched_fetch_matches_single_fetch_for_list_and_array():
     rows = make_metadata(n_rows=50, row_chars=20)
     for table in (rows, metadata_array(rows)):
-        dataset = lesson("lesson06").RowLengths(table)
+        dataset = lesson("lesson06_rows").RowLengths(table)
         assert len(dataset) == 50
         assert dataset.__getitems__([3, 0, 49]) == [int(dataset[i]) for i in (3, 0, 49)] == [20, 20, 20]
 
 
 def test_normalizing_row_lengths_writes_only_the_rows_it_reads():
     table = np.array([b"abc", b"xyz"])
-    dataset = lesson("lesson06_b").NormalizingRowLengths(table)
+    dataset = lesson("lesson06_writing_rows").NormalizingRowLengths(table)
     assert dataset.__getitems__([1]) == [3] and table.tolist() == [b"abc", b"XYZ"]
     assert int(dataset[0]) == 3 and table[0] == b"ABC"
 
@@ -38,14 +38,14 @@ def test_packed_row_lengths_reads_every_row_back():
     encoded = [r.encode() for r in rows]
     offsets = np.cumsum([0] + [len(b) for b in encoded])
     buffer = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    dataset = lesson("lesson06_d").PackedRowLengths(buffer, offsets)
+    dataset = lesson("lesson06_packed_rows").PackedRowLengths(buffer, offsets)
     assert len(dataset) == 4 and [dataset.row(i) for i in range(4)] == rows
     assert dataset.__getitems__([2, 3]) == [len(rows[2]), len(rows[3])] and int(dataset[0]) == 5
 
 
 def test_collect_at_start_waits_for_its_gate_then_stores_a_figure_at_the_worker_id():
     gate, added = threading.Event(), [None, None]
-    init = lesson("lesson06_c").CollectAtStart(lambda worker_id: gate.wait(10), added)
+    init = lesson("lesson06_gc_at_start").CollectAtStart(lambda worker_id: gate.wait(10), added)
     thread = threading.Thread(target=init, args=(1,))
     thread.start()
     thread.join(0.2)
@@ -59,7 +59,7 @@ def test_collect_at_start_waits_for_its_gate_then_stores_a_figure_at_the_worker_
 def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     rows = make_metadata(n_rows=100_000, row_chars=100)
     array = np.ones(20 * 2**20, dtype=np.uint8)
-    probe = lesson("lesson06_e").UnpickleCost({"list": rows, "array": array, "small": [1, 2]})
+    probe = lesson("lesson06_unpickle_cost").UnpickleCost({"list": rows, "array": array, "small": [1, 2]})
     assert len(probe) == 1 and probe[0].tolist() == [0.0, 0.0, 0.0]
     # Unpickled in a fresh Python, as in a spawned worker (this process may reuse freed pages).
     unpickle = ("import pickle, sys; sys.path.insert(0, 'notebooks'); "
@@ -75,7 +75,8 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
 
 
 @pytest.mark.course
-@pytest.mark.parametrize("name", ["lesson06", "lesson06_b", "lesson06_c", "lesson06_d", "lesson06_e"])
+@pytest.mark.parametrize("name", ["lesson06_rows", "lesson06_writing_rows", "lesson06_gc_at_start",
+                                  "lesson06_packed_rows", "lesson06_unpickle_cost"])
 def test_lesson_modules_import_without_loaderlab(name):
     code = f"import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks'); import {name}"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)

@@ -1,4 +1,4 @@
-"""Notebook 07's lesson modules (notebooks/lesson07*.py, written by its %%writefile cells): a
+"""Notebook 07's lesson modules (notebooks/lesson07_draws*.py, written by its %%writefile cells): a
 generator held by the Dataset repeats in every worker, reseed_worker fixes it only unwrapped,
 LazyRng builds its generator in each worker (wrapped or not, torch.Generator under spawn too),
 and the notebook's snippet is that same class."""
@@ -21,7 +21,7 @@ def repeats(dataset, worker_init_fn=None, epochs=2, **kwargs) -> int:
 
 @pytest.mark.course
 def test_a_held_generator_repeats_and_reseed_worker_fixes_it_only_unwrapped():
-    l7 = lesson("lesson07")
+    l7 = lesson("lesson07_draws")
     assert repeats(l7.HeldRng(12)) == 18  # all but worker 0's first 6 draws
     assert repeats(l7.HeldRng(12), l7.reseed_worker) == 0
     assert repeats(l7.HeldRng(12), l7.seed_globals) == 18
@@ -32,7 +32,7 @@ def test_a_held_generator_repeats_and_reseed_worker_fixes_it_only_unwrapped():
 @pytest.mark.course
 @pytest.mark.parametrize("kind", ["numpy", "random", "torch"])
 def test_lazy_rng_draws_differ_wrapped_or_not(kind):
-    LazyRng = lesson("lesson07_b").LazyRng
+    LazyRng = lesson("lesson07_lazy_rng").LazyRng
     assert repeats(LazyRng(12, kind)) == 0
     assert repeats(Subset(LazyRng(12, kind), range(12))) == 0
     assert repeats(ConcatDataset([LazyRng(6, kind, seed=1), LazyRng(6, kind, seed=2)])) == 0
@@ -43,8 +43,8 @@ def test_lazy_rng_draws_differ_wrapped_or_not(kind):
 @pytest.mark.spawn
 @pytest.mark.course
 def test_lazy_rng_is_keyed_on_the_worker_seed_so_a_main_process_draw_does_not_travel(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # spawned workers import lesson07_b by name
-    LazyRng = lesson("lesson07_b").LazyRng
+    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # spawned workers import lesson07_lazy_rng by name
+    LazyRng = lesson("lesson07_lazy_rng").LazyRng
     dataset = LazyRng(12, "torch")
     dataset[0]  # builds a torch.Generator in the main process
     assert dataset.rng is not None and dataset.__getstate__()["rng"] is None
@@ -54,7 +54,7 @@ def test_lazy_rng_is_keyed_on_the_worker_seed_so_a_main_process_draw_does_not_tr
 
 
 def test_the_snippet_is_the_lesson_class_for_numpy():
-    lazy = (ROOT / "notebooks" / "lesson07_b.py").read_text()
+    lazy = (ROOT / "notebooks" / "lesson07_lazy_rng.py").read_text()
     snippet = (ROOT / "docs" / "snippets" / "worker_seeding.py").read_text()
     for line in ("        seed = info.seed if info is not None else torch.initial_seed()",
                  "        if seed != self.rng_seed:  # first draw in this worker (a new seed every epoch)",
@@ -64,7 +64,7 @@ def test_the_snippet_is_the_lesson_class_for_numpy():
 
 
 def test_one_epoch_each_returns_the_batches_or_the_error_as_text():
-    one_epoch_each = lesson("lesson07_c").one_epoch_each
+    one_epoch_each = lesson("lesson07_one_epoch").one_epoch_each
 
     class Broken(torch.utils.data.Dataset):
         def __len__(self):

@@ -1,4 +1,4 @@
-"""Notebook 08's lesson modules (notebooks/lesson08*.py, written by its %%writefile cells): the
+"""Notebook 08's lesson modules (notebooks/lesson08_locks*.py, written by its %%writefile cells): the
 lock dataset waits on the module's lock and not on one made per process, a lazily opened
 record file reads the right records in forked workers, the crashing dataset never kills the
 main process, and the epoch reaches the dataset through the sampler or shared memory."""
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 
 def test_locked_dataset_waits_on_the_module_lock_not_on_its_own():
-    module = lesson("lesson08")
+    module = lesson("lesson08_locks")
     shared, own = module.LockedDataset(n=4, give_up_s=0.2), module.LockedDataset(n=4, per_process=True)
     with module.CLIENT_LOCK:
         with pytest.raises(TimeoutError, match="within 0.2 s"):
@@ -30,7 +30,7 @@ def test_locked_dataset_waits_on_the_module_lock_not_on_its_own():
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 def test_record_files_read_right_in_the_main_process_and_lazily_in_forked_workers(tmp_path):
-    module = lesson("lesson08_b")
+    module = lesson("lesson08_records")
     path = tmp_path / "records.bin"
     path.write_bytes(b"".join(b"%7d\n" % i for i in range(100)))
     assert [module.RecordFile(str(path), 16, decode_s=0)[i] for i in (3, 4, 9)] == [3, 4, 9]
@@ -43,7 +43,7 @@ def test_record_files_read_right_in_the_main_process_and_lazily_in_forked_worker
 
 
 def test_crashing_dataset_fails_only_at_its_index_and_never_kills_the_main_process():
-    module = lesson("lesson08_c")
+    module = lesson("lesson08_crashing")
     assert module.CrashingDataset(n=4, fail_at=1)[0].item() == 0
     with pytest.raises(ValueError, match="sample 1 is corrupt"):
         module.CrashingDataset(n=4, fail_at=1)[1]
@@ -54,7 +54,7 @@ def test_crashing_dataset_fails_only_at_its_index_and_never_kills_the_main_proce
 
 
 def test_the_epoch_travels_with_the_index_or_through_shared_memory():
-    module = lesson("lesson08_e")
+    module = lesson("lesson08_epochs")
     dataset, shared = module.EpochDataset(4), module.SharedEpochDataset(4)
     dataset.epoch, shared.epoch = 2, 3
     assert dataset[1][:2].tolist() == [1, 2] and shared[1][:2].tolist() == [1, 3]
@@ -66,7 +66,7 @@ def test_the_epoch_travels_with_the_index_or_through_shared_memory():
 
 
 def test_run_loops_reports_batches_and_the_error_as_text():
-    module = lesson("lesson08_c")
+    module = lesson("lesson08_crashing")
     report = module.run_loops({"ok": DataLoader(module.CrashingDataset(n=8, fail_at=1), batch_size=4,
                                                 sampler=[4, 5, 6, 7]),
                                "raise": DataLoader(module.CrashingDataset(n=8, fail_at=5), batch_size=4)})
@@ -76,7 +76,7 @@ def test_run_loops_reports_batches_and_the_error_as_text():
 
 
 def test_dump_stack_on_signal_writes_the_pid_and_skips_the_handler_without_sigusr1(tmp_path, monkeypatch):
-    module = lesson("lesson08")
+    module = lesson("lesson08_locks")
     registered = []
     monkeypatch.setattr(module.faulthandler, "register", lambda *args, **kwargs: registered.append(args))
     module.DumpStackOnSignal(str(tmp_path))(0)

@@ -1,5 +1,5 @@
 """Notebook 18's playground without a browser: the dataset's costs, the DataLoader the settings
-make, a bounded run over several epochs, the model's limits (notebooks/lesson18*.py), and the
+make, a bounded run over several epochs, the model's limits (notebooks/lesson18_samples*.py), and the
 playground's controls (loaderlab.playground): presets, a moved knob, one run per
 debounce, a failing run on the status line."""
 
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 @pytest.mark.course
 def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
-    dataset = lesson("lesson18").SyntheticSamples(n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05, slow_ms=30.0)
+    dataset = lesson("lesson18_samples").SyntheticSamples(n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05,
+                                                          slow_ms=30.0)
     slow = [i for i in range(200) if dataset.is_slow(i)]
     assert 5 <= len(slow) <= 15 and slow == [i for i in range(200) if dataset.is_slow(i)]
     fast = next(i for i in range(200) if not dataset.is_slow(i))
@@ -31,7 +32,7 @@ def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
 
 
 def test_loader_call_and_build_loader_follow_the_settings():
-    module = lesson("lesson18_b")
+    module = lesson("lesson18_settings")
     s = replace(module.PRESETS["spiky reads"], in_order=False, persistent_workers=False)
     assert module.loader_call(s) == ("DataLoader(dataset, batch_size=8, num_workers=2, prefetch_factor=2, "
                                      "persistent_workers=False, in_order=False)")
@@ -46,7 +47,7 @@ def test_loader_call_and_build_loader_follow_the_settings():
 
 @pytest.mark.course
 def test_predict_names_the_binding_limit():
-    module = lesson("lesson18_b")
+    module = lesson("lesson18_settings")
     cpu = module.predict(module.PRESETS["CPU-bound decode"], free_cores=1.0)
     assert cpu["binds"] == "free cores" and cpu["samples_per_s"] == pytest.approx(250)
     assert cpu["wait_share"] == pytest.approx(1 - 250 / 800)
@@ -66,7 +67,7 @@ def test_predict_names_the_binding_limit():
 @pytest.mark.course
 @pytest.mark.parametrize("persistent", [True, False])
 def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
-    module = lesson("lesson18_b")
+    module = lesson("lesson18_settings")
     s = module.Settings(cpu_ms=0.0, io_ms=1.0, batch_size=2, num_workers=1, persistent_workers=persistent,
                         step_ms=5.0)
     seen = []
@@ -91,7 +92,7 @@ def _playground(runs: list, fail: bool = False):
 
     from loaderlab.playground import Playground
 
-    module = lesson("lesson18_b")
+    module = lesson("lesson18_settings")
     s = module.Settings()
     controls = {name: widgets.Checkbox(getattr(s, name), description=name)
                 if isinstance(getattr(s, name), bool)

@@ -3,7 +3,7 @@
 runs every cell, clicks one control (num_workers = 4) and waits for the plot to be redrawn.
 
 It runs on a copy of the notebook and its lesson modules in a temporary folder (the server's
-root): the browser's kernel rewrites lesson18*.py and JupyterLab may save the notebook, and
+root): the browser's kernel rewrites lesson18_samples*.py and JupyterLab may save the notebook, and
 neither may touch the repository while nbval runs the same notebook. Skipped, with the reason,
 where Chromium, its driver or selenium is missing (.ci/run installs Debian's chromium and
 chromium-driver). The server, the kernel, its workers, chromedriver and Chromium are all
@@ -127,7 +127,7 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
 
     course = tmp_path / "course"
     (course / "notebooks").mkdir(parents=True)
-    for name in ("18_playground.ipynb", "lesson18.py", "lesson18_b.py"):
+    for name in ("18_playground.ipynb", "lesson18_samples.py", "lesson18_settings.py"):
         shutil.copy(ROOT / "notebooks" / name, course / "notebooks" / name)
     port, token = _free_port(), secrets.token_hex(16)
     base = f"http://127.0.0.1:{port}"

@@ -282,9 +282,9 @@ KNOWN = {
     "loaderlab/labs/descriptors.py os.setpgrp": "lab 15's scaffolding, forked child",
     'loaderlab/labs/descriptors.py multiprocessing_context="fork"': "lab 15's scaffolding, forked child",
     'loaderlab/checks/memory.py multiprocessing_context="fork"': "worker_growth: its caller asks can_fork()",
-    "notebooks/lesson15_b.py import resource": "notebook 15 (Linux sections), run in a child",
-    "notebooks/lesson15_b.py /dev/shm as a path": "notebook 15 (Linux sections), run in a child",
-    "notebooks/lesson15_c.py /dev/shm as a path": "notebook 15's small /dev/shm demo, run in a child",
+    "notebooks/lesson15_fd_limit.py import resource": "notebook 15 (Linux sections), run in a child",
+    "notebooks/lesson15_fd_limit.py /dev/shm as a path": "notebook 15 (Linux sections), run in a child",
+    "notebooks/lesson15_small_shm.py /dev/shm as a path": "notebook 15's small /dev/shm demo, run in a child",
 }
 CALLERS = (*SCANNED, "notebooks/*.ipynb", "labs/*.ipynb", "labs/*.py", "solutions/*.ipynb", "solutions/*.py")
 

@@ -87,6 +87,21 @@ def test_lesson_modules_match_their_cells_and_are_written_before_use(path):
                     f"{path.name} imports {node.module} before a cell writes it")
 
 
+LESSON_MODULE = re.compile(r"lesson(\d\d)_[a-z]+(?:_[a-z]+)*\.py")
+WRITTEN_BY = re.compile(r'"""(?:Written by notebook|Lesson) (\d\d)\b.*section')
+
+
+@pytest.mark.parametrize("module", sorted((ROOT / "notebooks").glob("lesson*.py")), ids=lambda p: p.name)
+def test_lesson_modules_are_named_for_what_they_hold_and_say_who_writes_them(module):
+    name = LESSON_MODULE.fullmatch(module.name)
+    assert name and len(module.stem.split("_", 1)[1]) > 1, (
+        f"{module.name}: name lesson modules lessonNN_what_it_holds.py (e.g. lesson06_packed_rows.py)")
+    first = WRITTEN_BY.match(module.read_text().splitlines()[0])
+    assert first and first.group(1) == name.group(1), (
+        f"{module.name}: its first line should say which notebook and section write it "
+        f"(\"\"\"Written by notebook {name.group(1)}, section N: what it holds.\"\"\")")
+
+
 def lesson_pieces_from_loaderlab(source: str) -> list[str]:
     """Names a cell takes from loaderlab that are lesson code: Datasets, samplers, collate and
     worker_init functions, functions that return a DataLoader."""

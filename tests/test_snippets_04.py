@@ -14,11 +14,12 @@ from loaderlab.data import make_image_folder
 def test_my_images_batches_a_mixed_folder_like_the_lessons_image_files(tmp_path, no_leaked_workers):
     paths = make_image_folder(tmp_path, n=5, size=40, n_grayscale=1, n_rgba=1, seed=4)
     labels = list(range(len(paths)))
-    lesson04 = lesson("lesson04")
-    mine = snippet("image_dataset").MyImages(paths, labels, lesson04.ResizeToTensor(32))
+    lesson04_image_files = lesson("lesson04_image_files")
+    mine = snippet("image_dataset").MyImages(paths, labels, lesson04_image_files.ResizeToTensor(32))
     xb, yb = next(iter(DataLoader(mine, batch_size=len(paths), num_workers=2)))
     assert xb.shape == (7, 3, 32, 32) and yb.tolist() == labels
-    theirs = lesson04.ImageFiles(paths, labels, transform=lesson04.ResizeToTensor(32), mode="RGB")
+    resize = lesson04_image_files.ResizeToTensor(32)
+    theirs = lesson04_image_files.ImageFiles(paths, labels, transform=resize, mode="RGB")
     assert all(torch.equal(mine[i][0], theirs[i][0]) for i in range(len(paths)))
 
 

@@ -1,5 +1,5 @@
 """Notebook 05's snippets: the loop in bucketing.py runs with workers, and the snippets are the
-code the lesson built (pad_collate in lesson05_b.py, the sampler in a notebook cell)."""
+code the lesson built (pad_collate in lesson05_pad_collate.py, the sampler in a notebook cell)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leak
 
 
 def test_the_snippets_are_the_code_the_lesson_built():
-    assert inspect.getsource(lesson("lesson05_b").pad_collate) == inspect.getsource(
+    assert inspect.getsource(lesson("lesson05_pad_collate").pad_collate) == inspect.getsource(
         snippet("pad_collate").pad_collate)
     text = (ROOT / "docs" / "snippets" / "bucketing.py").read_text()
     sampler = text[text.index("class BucketBatchSampler"):text.index("\n\n\ndef bucketed_epochs")].strip()
@@ -43,7 +43,7 @@ def test_the_snippets_are_the_code_the_lesson_built():
 
 def test_token_dataset_holds_one_tensor_and_returns_the_samples():
     samples = make_token_sequences(n=300, seed=3)
-    dataset = lesson("lesson05").TokenDataset(samples)
+    dataset = lesson("lesson05_tokens").TokenDataset(samples)
     tensors = [v for v in vars(dataset).values() if hasattr(v, "storage")]
     assert len(tensors) == 1  # a forkserver worker receives one file descriptor, not 300
     assert dataset.lengths() == [len(tokens) for tokens, _ in samples]
@@ -55,7 +55,7 @@ def test_token_dataset_holds_one_tensor_and_returns_the_samples():
 @pytest.mark.course
 def test_token_dataset_starts_forkserver_workers(monkeypatch, no_leaked_workers):
     # one flat tensor: a Dataset of 300 separate tensors fails here with "too many fds"
-    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # the workers import lesson05 by name
-    dataset = importlib.import_module("lesson05").TokenDataset(make_token_sequences(n=300, seed=3))
+    monkeypatch.syspath_prepend(str(ROOT / "notebooks"))  # the workers import lesson05_tokens by name
+    dataset = importlib.import_module("lesson05_tokens").TokenDataset(make_token_sequences(n=300, seed=3))
     loader = DataLoader(dataset, batch_size=None, num_workers=1, multiprocessing_context="forkserver")
     assert sum(len(tokens) for tokens, _ in loader) == sum(dataset.lengths())

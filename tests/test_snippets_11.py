@@ -1,6 +1,6 @@
 """Notebook 11's snippets: the stream of sharded_iterable.py reads every item once over ranks and
 workers, the epoch loop of shuffle_buffer.py shuffles within workers and differs per epoch, and
-both classes are the code the lesson built (lesson11_c.py, lesson11_d.py)."""
+both classes are the code the lesson built (lesson11_rank_shards.py, lesson11_shuffle_buffer.py)."""
 
 from __future__ import annotations
 
@@ -57,9 +57,9 @@ def class_source(path: Path, name: str) -> str:
 def test_the_snippets_are_the_code_the_lesson_built():
     snippets, notebooks = ROOT / "docs" / "snippets", ROOT / "notebooks"
     assert class_source(snippets / "sharded_iterable.py", "RankWorkerShardedStream") == class_source(
-        notebooks / "lesson11_c.py", "RankWorkerShardedStream")
+        notebooks / "lesson11_rank_shards.py", "RankWorkerShardedStream")
     assert class_source(snippets / "shuffle_buffer.py", "ShuffleBuffer") == class_source(
-        notebooks / "lesson11_d.py", "ShuffleBuffer")
+        notebooks / "lesson11_shuffle_buffer.py", "ShuffleBuffer")
 
 
 def _class_source(path: Path, name: str) -> str:
@@ -69,8 +69,8 @@ def _class_source(path: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize(("snippet_name", "module", "name"), [
-    ("shuffle_buffer", "lesson11_d", "ShuffleBuffer"),
-    ("sharded_iterable", "lesson11_c", "RankWorkerShardedStream"),
+    ("shuffle_buffer", "lesson11_shuffle_buffer", "ShuffleBuffer"),
+    ("sharded_iterable", "lesson11_rank_shards", "RankWorkerShardedStream"),
 ])
 def test_the_snippet_is_the_class_notebook_11_builds(snippet_name, module, name):
     """The cheat sheet copies notebook 11's class on purpose: the two texts must not drift."""

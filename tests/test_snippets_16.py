@@ -1,7 +1,7 @@
 """Notebook 16's snippet (docs/snippets/thread_loader.py): thread_loader delivers every sample
 once per epoch, reshuffled, in whole batches loaded by threads of this process; threads overlap
 waits (16 threads load sleeping samples several times faster than one reader); train() runs the
-epochs; FetchBatch is the code the lesson built (notebooks/lesson16.py)."""
+epochs; FetchBatch is the code the lesson built (notebooks/lesson16_threads.py)."""
 
 from __future__ import annotations
 
@@ -86,4 +86,4 @@ def class_source(path: Path, name: str) -> str:
 
 def test_fetch_batch_is_the_code_the_lesson_built():
     assert class_source(ROOT / "docs" / "snippets" / "thread_loader.py", "FetchBatch") == class_source(
-        ROOT / "notebooks" / "lesson16.py", "FetchBatch")
+        ROOT / "notebooks" / "lesson16_threads.py", "FetchBatch")

@@ -1,6 +1,6 @@
 """Notebook 18's snippet: loader_limits.py names the limit that binds a loader, and
 workers_to_keep_up asks for enough workers; checked against a real loader over notebook 18's
-own dataset (notebooks/lesson18.py)."""
+own dataset (notebooks/lesson18_samples.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_workers_to_keep_up_keeps_a_real_loop_from_waiting():
     # 20 ms a batch, 12 ms a step
     workers = module.workers_to_keep_up(sample_s=0.005, batch_size=4, step_s=0.012)
     assert workers == 2
-    dataset = lesson("lesson18").SyntheticSamples(n=48, cpu_ms=0.0, io_ms=5.0)  # reads only: no core needed
+    # reads only: no core needed
+    dataset = lesson("lesson18_samples").SyntheticSamples(n=48, cpu_ms=0.0, io_ms=5.0)
     waited = {}
     for n in (1, workers):
         loader = DataLoader(dataset, batch_size=4, num_workers=n)

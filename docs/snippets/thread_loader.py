@@ -6,7 +6,7 @@ process start-up, no copy of the dataset per worker, and batches that stay in th
 Prefer DataLoader worker processes when __getitem__ runs Python code (parsing, tokenising in
 Python): threads take turns on the GIL and use one core at most. get_worker_info() is None in
 a thread, so shard in the sampler, never inside the dataset. FetchBatch is notebook 16's
-lesson16.FetchBatch.
+lesson16_threads.FetchBatch.
 """
 
 import torchdata.nodes as tn

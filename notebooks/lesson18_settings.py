@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from lesson18 import SyntheticSamples
+from lesson18_samples import SyntheticSamples
 from torch.utils.data import DataLoader
 
 import loaderlab

@@ -3,8 +3,8 @@
 import shutil
 
 import torch.multiprocessing as torch_mp
-from lesson15 import Samples
-from lesson15_b import use_file_system
+from lesson15_fd_limit import use_file_system
+from lesson15_samples import Samples
 from torch.utils.data import DataLoader
 
 

@@ -6,7 +6,7 @@ import resource
 
 import psutil
 import torch.multiprocessing as torch_mp
-from lesson15 import Samples, keep_every_batch, open_fds
+from lesson15_samples import Samples, keep_every_batch, open_fds
 from torch.utils.data import DataLoader
 
 
@@ -20,7 +20,7 @@ def keep_under_limit(runs: list[dict], limit: int = 256, n_batches: int = 200) -
     """Lower this process's descriptor limit to `limit`; for each run, keep every batch of a 2-worker
     loader."""
     # a forkserver imports torch once, not every worker
-    multiprocessing.set_forkserver_preload(["lesson15_b"])
+    multiprocessing.set_forkserver_preload(["lesson15_fd_limit"])
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
     results = []

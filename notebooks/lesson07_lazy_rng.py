@@ -1,7 +1,7 @@
 """Written by notebook 07, section 4: the recipe: keep the seed, build the generator in the worker."""
 
 import torch
-from lesson07 import draw, make_rng, worker_id  # section 2's module
+from lesson07_draws import draw, make_rng, worker_id  # section 2's module
 from torch.utils.data import Dataset, get_worker_info
 
 

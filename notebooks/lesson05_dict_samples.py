@@ -1,7 +1,7 @@
 """Written by notebook 05 (05_collate_and_padding.ipynb), section 3: dict samples and their collate_fn."""
 
-from lesson05 import TokenDataset
-from lesson05_b import pad_collate
+from lesson05_pad_collate import pad_collate
+from lesson05_tokens import TokenDataset
 
 
 class DictTokenDataset(TokenDataset):
