@@ -67,9 +67,11 @@ def make_loader():
 """
 
 
-def RUN(timeout: int = 120, codes: tuple[int, ...] = (0,), says: str = "", module: str = "") -> tuple:
-    """Run as written; ``module``: run in a fresh folder holding ``module``.py (MY_MODULE)."""
-    return ("run", timeout, codes, says, module)
+def RUN(timeout: int = 120, codes: tuple[int, ...] = (0,), says: str = "", module: str = "",
+        active: bool = True) -> tuple:
+    """Run as written; ``module``: run in a fresh folder holding ``module``.py (MY_MODULE);
+    ``active=False``: in the shell of a user who has not installed yet (no .venv on PATH)."""
+    return ("run", timeout, codes, says, module, active)
 
 
 def DRY(why: str) -> tuple:
@@ -98,7 +100,8 @@ COMMANDS: dict[str, tuple] = {
     "make setup": DRY(INSTALLS),
     "make lab OFFLINE=1": DRY(SERVER + "; and it needs a wheelhouse/"),
     "make preflight": RUN(timeout=240),
-    "python3 tools/preflight.py": RUN(timeout=60),
+    # documented as the check before installing: the shell has no course environment yet
+    "python3 tools/preflight.py": RUN(timeout=60, says="ready to install", active=False),
     "python tools/preflight.py": RUN(timeout=240),
     "python3 tools/course.py --help": RUN(timeout=30, says="commands:"),
     "python3 tools/course.py lab": DRY(SERVER),
@@ -195,20 +198,23 @@ def test_every_documented_command_is_listed_here():
     assert not gone, f"listed here but no longer documented: remove from COMMANDS: {gone}"
 
 
-def _environment() -> dict[str, str]:
-    """The shell of a user whose course environment is active: .venv's bin first on PATH."""
+def _environment(active: bool = True) -> dict[str, str]:
+    """The shell of a user whose course environment is active (.venv's bin first on PATH), or
+    (``active=False``) of one who has not installed yet: no virtual environment on PATH."""
     bin_dir = (ROOT / ".venv" / "bin").as_posix()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADERLAB_", "PYTEST_"))}
-    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-    env["VIRTUAL_ENV"] = str(ROOT / ".venv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOADERLAB_", "PYTEST_", "VIRTUAL_ENV"))}
+    paths = [p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p).parent != ROOT / ".venv"]
+    env["PATH"] = os.pathsep.join([bin_dir, *paths] if active else paths)
+    if active:
+        env["VIRTUAL_ENV"] = str(ROOT / ".venv")
     return env
 
 
-def _shell(command: str, timeout: int, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def _shell(command: str, timeout: int, cwd: Path = ROOT, active: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", "-c", command],
         cwd=cwd,
-        env=_environment(),
+        env=_environment(active),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -273,12 +279,12 @@ def test_documented_command(command, tmp_path):
         _no_traceback(done, variant)
         assert done.returncode == 0, f"{variant}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return
-    timeout, codes, says, module = details
+    timeout, codes, says, module, active = details
     cwd = ROOT
     if module:
         (tmp_path / f"{module}.py").write_text(MY_MODULE)
         cwd = tmp_path
-    done = _shell(command, timeout, cwd)
+    done = _shell(command, timeout, cwd, active)
     _no_traceback(done, command)
     assert done.returncode in codes, (
         f"{command} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
