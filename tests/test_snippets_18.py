@@ -5,6 +5,7 @@ own dataset (notebooks/lesson18_samples.py)."""
 from __future__ import annotations
 
 import math
+import statistics
 import time
 
 import pytest
@@ -30,15 +31,18 @@ def test_workers_to_keep_up_keeps_a_real_loop_from_waiting():
     workers = module.workers_to_keep_up(sample_s=0.005, batch_size=4, step_s=0.012)
     assert workers == 2
     # reads only: no core needed
-    dataset = lesson("lesson18_samples").SyntheticSamples(n=48, cpu_ms=0.0, io_ms=5.0)
+    dataset = lesson("lesson18_samples").SyntheticSamples(n=64, cpu_ms=0.0, io_ms=5.0)
     waited = {}
     for n in (1, workers):
         loader = DataLoader(dataset, batch_size=4, num_workers=n)
-        wait, t = 0.0, time.perf_counter()
+        waits, t = [], time.perf_counter()
         for k, _batch in enumerate(loader):
             if k >= n:  # each worker's first batch carries its start-up
-                wait += time.perf_counter() - t
+                waits.append(time.perf_counter() - t)
             time.sleep(0.012)  # the step
             t = time.perf_counter()
-        waited[n] = wait
-    assert waited[workers] < 0.5 * waited[1]  # one worker waits about 8 ms a batch; two about none
+        waited[n] = statistics.median(waits)
+    # One worker waits about 8 ms a batch, two about none. Margin: the median batch, since on a busy
+    # machine a few late wake-ups add up to a sum of waits that two workers cannot hide.
+    shown = f"median wait {waited[workers] * 1e3:.1f} ms ({workers} workers), {waited[1] * 1e3:.1f} ms (1)"
+    assert waited[workers] < 0.5 * waited[1], shown
