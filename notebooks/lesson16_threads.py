@@ -35,27 +35,9 @@ class WhereLoaded(Dataset):
         return os.getpid(), threading.get_native_id(), info.worker_method if info else "None"
 
 
-class LatencyDataset(Dataset):
-    """Each read waits latency_s (a network read; waiting releases the GIL): returns (features:
-    FloatTensor[8], label)."""
-
-    def __init__(self, n: int, latency_s: float):
-        generator = torch.Generator().manual_seed(0)
-        self.features = torch.randn(n, 8, generator=generator)
-        self.labels = torch.randint(0, 2, (n,), generator=generator).tolist()
-        self.latency_s = latency_s
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        time.sleep(self.latency_s)
-        return self.features[index], self.labels[index]
-
-
 class ResizeToTensor:
     """The transform: resizes a PIL image to size × size (C code that releases the GIL): returns uint8
-    [3, size, size]."""
+    [3, size, size]. Notebook 04's returns floats; this one stops at PIL's work."""
 
     def __init__(self, size: int):
         self.size = size
