@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -303,3 +304,19 @@ def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_pat
     assert opens == ["notebooks/00_start_here.ipynb"] and (ROOT / opens[0]).is_file()  # the start notebook
     written = install.install_lab_settings(tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in written] == list(install.LAB_SETTINGS.values())
+
+
+def test_an_install_leaves_compiling_to_every_core_at_once(tmp_path, monkeypatch):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(TORCH_PIN)
+    monkeypatch.setattr(install, "torch_first", lambda *a, **k: True)
+    monkeypatch.setattr(install, "install_lab_settings", lambda: [])
+    calls, compiled, ran = _record_pip(monkeypatch), [], []
+    compile_packages = install.compile_packages
+    monkeypatch.setattr(install, "compile_packages", lambda: compiled.append(True))
+    assert install.setup(requirements, False, tmp_path, dry_run=False) == 0
+    assert len(calls) == 2 and all("--no-compile" in call for call in calls) and compiled == [True]
+    monkeypatch.setattr(install.subprocess, "run", lambda argv, **k: ran.append(argv))
+    compile_packages()
+    assert ran == [[sys.executable, "-m", "compileall", "-qq", "-j", "0",
+                    *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]]

@@ -75,8 +75,11 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
 
 
 @pytest.mark.course
-@pytest.mark.parametrize("name", ["lesson06_rows", "lesson06_writing_rows", "lesson06_gc_at_start",
-                                  "lesson06_packed_rows", "lesson06_unpickle_cost"])
-def test_lesson_modules_import_without_loaderlab(name):
-    code = f"import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks'); import {name}"
+def test_lesson_modules_import_without_loaderlab():
+    """One fresh interpreter for the five (each costs a torch import); an import of loaderlab
+    raises there, and the traceback names the module."""
+    names = ["lesson06_rows", "lesson06_writing_rows", "lesson06_gc_at_start", "lesson06_packed_rows",
+             "lesson06_unpickle_cost"]
+    block = "import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks')"
+    code = f"{block}\nimport {', '.join(names)}"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)

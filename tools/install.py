@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -234,7 +235,8 @@ def install_lab_settings(prefix: Path = Path(sys.prefix)) -> list[Path]:
 
 def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, dev: Path | None = None) -> int:
     """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings."""
-    extra = ["--dry-run"] if dry_run else []
+    # pip compiles each package's files one at a time; compile_packages does it on every core
+    extra = ["--dry-run"] if dry_run else ["--no-compile"]
     files = ["-r", str(requirements), *(["-r", str(dev)] if dev else [])]
     if offline:
         if not any(wheelhouse.glob("torch-*.whl")):
@@ -251,9 +253,19 @@ def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, de
         return status
     status = pip(["install", *QUIET, *extra, "--no-deps", "-e", str(ROOT)])
     if status == 0:
+        compile_packages()
         for path in install_lab_settings():
             print(f"JupyterLab settings: {path}")
     return status
+
+
+def compile_packages() -> None:
+    """Byte-compile this environment's packages on every core at once (pip compiles one file at
+    a time: the course's 10,500 files took 34 s that way, 22-25 s on 2 cores). Best effort and
+    silent, as pip's own compiling is: a file that does not compile is left to import from source."""
+    folders = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+    print("+ python -m compileall -qq -j 0 " + " ".join(folders), flush=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-qq", "-j", "0", *folders], check=False)
 
 
 def wheelhouse(requirements: Path, dest: Path) -> int:
