@@ -35,3 +35,12 @@ def test_client_takes_a_subclass_and_options_and_keeps_the_course_settings(tmp_p
     assert type(made) is Quiet and made.shutdown_kernel == "immediate" and made.timeout == 7
     assert made.resources["metadata"]["path"] == str(tmp_path) and not made.store_widget_state
     assert nb.metadata["kernelspec"]["name"] == execute_notebooks.KERNEL
+
+
+def test_a_failure_report_shows_what_the_failing_cell_printed():
+    cell = nbformat.v4.new_code_cell("...")
+    text = "helps: True\n\nstops: \x1b[31mFalse\n"
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text),
+                    nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    assert execute_notebooks.printed(cell) == ["helps: True", "stops: False"]
+    assert execute_notebooks.printed(cell, lines=1) == ["stops: False"]

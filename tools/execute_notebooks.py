@@ -85,12 +85,20 @@ def run(path: Path, timeout: float = 300, allow_errors: bool = False) -> tuple[n
         runner.execute()
     except Exception as exc:
         exc.cell_number = started[-1] + 1 if started else None  # counted from 1, markdown included
+        exc.printed = printed(nb.cells[started[-1]]) if started else []
         raise
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nb.metadata.pop("widgets", None)
     return nb, seconds
+
+
+def printed(cell: nbformat.NotebookNode, lines: int = 12) -> list[str]:
+    """The last ``lines`` lines a cell printed (its stdout and stderr), to say why it failed: a
+    check cell prints its conditions before it asserts them."""
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return [ANSI.sub("", line) for line in text.splitlines() if line.strip()][-lines:]
 
 
 def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
@@ -121,12 +129,13 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if a not in ("--no-write", "--record")]
     failed = 0
     for path in notebooks(argv):
-        rel = path.relative_to(ROOT)
+        rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:
             seconds = execute(path, write=write)
         except Exception as exc:  # report and carry on with the others
             failed += 1
             print(f"FAILED {rel}: {failure(exc)}")
+            print(*(f"    | {line}" for line in getattr(exc, "printed", [])), sep="\n")
             continue
         print(f"executed {rel} in {seconds:.1f} s")
         if save_time:

@@ -92,6 +92,8 @@ def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
         return f"✅ {seconds:.0f} s"
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     failed = next((line for line in lines if line.startswith("FAILED")), lines[-1] if lines else "no output")
+    print(f"{path.relative_to(ROOT).as_posix()} on {profile.name}: {failed}",
+          *[line for line in lines if line.startswith("    | ")], sep="\n", flush=True)  # what it printed
     return "❌ " + cell_text(failed.split(": ", 1)[-1])
 
 
