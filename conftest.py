@@ -15,14 +15,12 @@ import json
 import os
 import shutil
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from loaderlab.processes import is_multiprocessing_helper
+# the one implementation of "a kernel and all its children", shared with the recorder (tools/record.py)
+from loaderlab.measure.family import FamilyMonitor as _Monitor
 
 # The time budget is for a notebook alone on a quiet machine (45 s, also checked on the idle
 # recording in docs/runtimes.json); `make test`, which runs two work units at a time, and
@@ -34,55 +32,6 @@ BUDGET_MB = 2048.0
 _TABLE: list[tuple[str, float, float, int]] = []
 ROOT = Path(__file__).resolve().parent
 MACHINES = ROOT / "tests" / "machines"  # sitecustomize.py + spawnguard.py, for the kernels
-
-
-def _family_mb(root: psutil.Process) -> float:
-    total = 0.0
-    try:
-        procs = [root] + root.children(recursive=True)
-    except psutil.Error:
-        return 0.0
-    for proc in procs:
-        try:
-            info = proc.memory_full_info()
-        except psutil.Error:
-            continue
-        total += getattr(info, "pss", info.rss)
-    return total / 2**20
-
-
-class _Monitor:
-    def __init__(self, pid: int) -> None:
-        self.root = psutil.Process(pid)
-        self.start = time.perf_counter()
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, _family_mb(self.root))
-            self._stop.wait(0.2)
-
-    def stop(self) -> tuple[float, float]:
-        seconds = time.perf_counter() - self.start
-        self._stop.set()
-        self._thread.join()
-        self.peak_mb = max(self.peak_mb, _family_mb(self.root))
-        return seconds, self.peak_mb
-
-    def leftover(self, wait_s: float = 5.0) -> list[psutil.Process]:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                alive = [p for p in self.root.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE
-                         and not is_multiprocessing_helper(p, self.root.pid)]
-            except psutil.Error:
-                alive = []
-            if not alive or time.monotonic() > deadline:
-                return alive
-            time.sleep(0.1)
 
 
 class NotebookBudget(pytest.Item):
