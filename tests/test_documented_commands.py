@@ -129,6 +129,8 @@ COMMANDS: dict[str, tuple] = {
     "make notebooks": DRY(SUITE),
     "make execute": DRY("re-executes and rewrites every notebook"),
     "make execute NB=notebooks/03_…ipynb": DRY("re-executes and rewrites a notebook (… stands for its name)"),
+    "make record": DRY("waits for a quiet machine and records every notebook (tests/test_record.py)"),
+    "make record NB=notebooks/03_…ipynb": DRY("records a notebook (… stands for its name)"),
     "make labs": DRY("rewrites labs/ (make labs CHECK=1 runs below)"),
     "make labs CHECK=1": RUN(timeout=120),
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),

@@ -61,7 +61,8 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "test-machines": ("dev", "the course under 1 real and simulated bigger CPU counts (tools/machines.py)"),
     "unit": ("dev", "the unit tests only"),
     "notebooks": ("dev", "nbval on notebooks/ and solutions/ only"),
-    "execute": ("dev", "re-execute notebooks in place and record their run times (NB=...)"),
+    "execute": ("dev", "re-execute notebooks in place, outputs only (NB=...)"),
+    "record": ("dev", "record notebooks on a quiet machine: outputs, run time, peak memory (NB=...)"),
     "labs": ("dev", "regenerate labs/ from solutions/ (--check: only say whether they are current)"),
     "html": ("dev", "build the static site under site/"),
     "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
@@ -263,7 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return run([python, "tools/machines.py", *extra])
     if command == "execute":
-        return run([python, "tools/execute_notebooks.py", "--record", *extra])
+        return run([python, "tools/execute_notebooks.py", *extra])
+    if command == "record":
+        return run([python, "tools/record.py", *extra])
     if command == "labs":
         return run([python, "tools/make_labs.py", *(["--check"] if args.check else []), *extra])
     if command == "html":

@@ -3,12 +3,13 @@
 Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
 progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
 only where its outputs changed. Usage:
-python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
-(--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn; --record, which
-`make execute` passes, stores each run time in docs/runtimes.json and updates the notebook's
-"Runs in" header and README's course map from it: record on an otherwise idle machine.)
-``client`` and ``run`` are the course's one way to run a notebook: this script, the tests
-(tests/test_labs.py, tests/test_course_guarantees.py) and tools/machines.py use them.
+python tools/execute_notebooks.py [--no-write] [NOTEBOOK ...]
+(--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn). This writes outputs
+only (`make execute`); the course's record, with its run time, peak memory and what it was taken
+on, comes from the recorder, tools/record.py (`make record`), which runs each notebook through
+``run`` below on a quiet machine (`--record` here hands over to it).
+``client`` and ``run`` are the course's one way to run a notebook: this script, the recorder, the
+tests (tests/test_labs.py, tests/test_course_guarantees.py) and tools/machines.py use them.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import runtimes  # noqa: E402  (tools/runtimes.py, run as a script from anywhere)
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
@@ -72,13 +71,18 @@ def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
     )
 
 
-def run(path: Path, timeout: float = 300, allow_errors: bool = False) -> tuple[nbformat.NotebookNode, float]:
+def run(path: Path, timeout: float = 300, allow_errors: bool = False,
+        on_kernel: Callable[[NotebookClient], None] | None = None) -> tuple[nbformat.NotebookNode, float]:
     """Execute the notebook at ``path`` from its own folder; return it with its outputs, and the
     seconds it took (kernel start included). Raises nbclient's CellExecutionError on a cell's
-    error unless ``allow_errors``. The file is not written."""
+    error unless ``allow_errors``. The file is not written. ``on_kernel(client)`` is called once
+    the kernel is ready, before the first cell (the recorder starts its memory monitor on the
+    kernel's pid, ``client.km.provisioner.pid``)."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     runner = client(nb, path.parent, timeout=timeout, allow_errors=allow_errors)
+    if on_kernel is not None:
+        runner.on_notebook_start = lambda notebook: on_kernel(runner)
     started: list[int] = []
     runner.on_cell_start = lambda cell, cell_index: started.append(cell_index)
     try:
@@ -123,10 +127,14 @@ def failure(exc: BaseException) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if "--record" in argv:  # the recorder: one implementation of the course's record
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import record
+
+        return record.main([a for a in argv if a != "--record"])
     os.environ["LOADERLAB_TEST_MODE"] = "1"
     write = "--no-write" not in argv
-    save_time = "--record" in argv and write and not os.environ.get("LOADERLAB_START_METHOD")
-    argv = [a for a in argv if a not in ("--no-write", "--record")]
+    argv = [a for a in argv if a != "--no-write"]
     failed = 0
     for path in notebooks(argv):
         rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
@@ -138,8 +146,6 @@ def main(argv: list[str]) -> int:
             print(*(f"    | {line}" for line in getattr(exc, "printed", [])), sep="\n")
             continue
         print(f"executed {rel} in {seconds:.1f} s")
-        if save_time:
-            runtimes.record(path, seconds)
     return 1 if failed else 0
 
 
