@@ -125,6 +125,13 @@ def test_it_refuses_when_the_machine_never_gets_quiet_without_running():
     assert said == ["REFUSED notebooks/16_x.ipynb: the machine was not quiet for 3 s within 300 s: ..."]
 
 
+def test_force_runs_on_a_busy_machine_and_marks_the_record():
+    never = record.Quiet(False, 300.0, "the machine was not quiet for 3 s within 300 s: ...")
+    ok, written, said, made = recorder([BUSY], quiet=lambda: never, tries=1, force=True)
+    assert ok and len(made) == 1 and written[0][0] is BUSY and "kept 0.90 cores busy" in written[0][1]
+    assert said[0].endswith("running anyway (--force)") and said[-1].startswith("FORCED")
+
+
 def test_a_failing_cell_is_never_recorded():
     error = RuntimeError("boom")
     error.cell_number, error.printed = 7, ["check: False"]

@@ -65,6 +65,9 @@ def test_every_course_map_row_has_its_six_columns():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[f"{p.parent.name}/{p.name}" for p in NOTEBOOKS])
 def test_each_notebook_alone_runs_within_its_45_s_budget(path):
     """make test runs two at a time with a 90 s budget; alone and idle each must take <= 45 s."""
+    taken = nbformat.read(path, as_version=4).metadata.get("loaderlab", {}).get("record", {})
+    if "forced" in taken:  # timed on a busy machine: tests/test_record.py fails on it
+        pytest.skip(f"{path.name} was recorded with --force: its time is no idle run")
     measured = runtimes.load().get(path.relative_to(ROOT).as_posix())
     assert measured is None or measured <= 45, f"{path.name} took {measured} s alone on an idle machine"
 

@@ -107,9 +107,11 @@ def printed(cell: nbformat.NotebookNode, lines: int = 12) -> list[str]:
 
 def execute(path: Path, timeout: int = 300, write: bool = True) -> float:
     """Execute ``path`` (see ``run``), store its outputs in the file unless ``write`` is False;
-    return the seconds it took."""
+    return the seconds it took. New outputs are no record: the recorder's metadata goes
+    (`make record` takes one)."""
     nb, seconds = run(path, timeout=timeout)
     if write:
+        nb.metadata.get("loaderlab", {}).pop("record", None)
         nbformat.write(nb, path)
     return seconds
 

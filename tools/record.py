@@ -23,7 +23,8 @@ notebook the recorder:
    and from them the notebook's "Runs in ... · Peak memory" line and README's course map
    (tools/runtimes.py).
 
-``--force`` writes the last run even when it was not quiet or a measurement stood down (its
+``--force`` runs without waiting for quiet (after ``--max-wait``) and writes the last run even
+when it was not quiet or a measurement stood down (its
 record then says so in ``forced``, and tests/test_record.py fails on it until a quiet record
 replaces it): for trying the recorder on a shared machine, never for the course's record.
 Records are taken with the platform's default start method (LOADERLAB_START_METHOD unset).
@@ -242,9 +243,11 @@ def record(path: Path, options: Options, *, quiet: Callable[[], Quiet], run: Cal
     why = ""
     for attempt in range(1, options.tries + 1):
         waited = quiet()
-        if not waited.ok:
+        if not waited.ok and not options.force:
             why = waited.why
             break
+        if not waited.ok:
+            say(f"{name}: {waited.why}; running anyway (--force)")
         try:
             last = run(path)
         except Exception as exc:  # a cell failed: nothing to record
@@ -271,8 +274,6 @@ def record(path: Path, options: Options, *, quiet: Callable[[], Quiet], run: Cal
         write(path, last, why)
         say(f"FORCED {name}: written although {why}: record it again on a quiet machine")
         return True
-    if last is None and options.force:
-        why += " (--force writes only a run that happened)"
     say(f"REFUSED {name}: {why}")
     return False
 
