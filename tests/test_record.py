@@ -280,3 +280,21 @@ def test_the_record_is_quiet(path):
     found = noise(nb, cells)
     assert found == [], "library log lines, object addresses or other Pythons' warnings in the record:\n" + (
         "\n".join(found))
+
+
+@pytest.mark.course
+def test_a_real_run_measures_the_kernel_and_its_children(tmp_path):
+    """The recorder's one real path: execute_notebooks.run with the memory monitor on the kernel."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import subprocess, sys\n"  # a child that holds 300 MB for 1.5 s
+        "code = 'import time; b = bytes(range(256)) * (300 * 2**12); time.sleep(1.5)'\n"
+        "subprocess.run([sys.executable, '-c', code], check=True)\n"
+        "print('done')")])
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    got = record.measured_run(path, timeout=120)
+    assert record.output_text(got.nb.cells[0]).strip() == "done"
+    assert got.peak_mb >= 300, f"the child's 300 MB were not counted: {got.peak_mb:.0f} MB"
+    assert 0 < got.seconds < 120 and got.others_cores >= 0
+    taken = record.record_of(got, cores=2)
+    assert taken["peak_mb"] >= 300 and taken["python"].startswith("3.")
