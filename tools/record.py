@@ -21,7 +21,7 @@ notebook the recorder:
 4. writes the outputs, ``metadata.loaderlab.record`` = {cores, idle_cores, python, torch,
    platform, start_method, date, seconds, peak_mb}, docs/runtimes.json and docs/peak_memory.json,
    and from them the notebook's "Runs in ... · Peak memory" line and README's course map
-   (tools/runtimes.py).
+   (tools/runtimes.py); after a solution, labs/ is generated again (tools/make_labs.py).
 
 ``--force`` runs without waiting for quiet (after ``--max-wait``) and writes the last run even
 when it was not quiet or a measurement stood down (its
@@ -319,11 +319,17 @@ def main(argv: Iterable[str] | None = None) -> int:
         return wait_until_quiet(meter.read, time.monotonic, threshold=options.threshold,
                                 quiet_s=options.quiet_s, max_wait_s=options.max_wait_s)
 
-    refused = []
+    refused, solutions = [], False
     for path in execute_notebooks.notebooks(names):
-        if not record(path, options, quiet=quiet, run=lambda p: measured_run(p, options.timeout),
-                      write=write_record):
+        if record(path, options, quiet=quiet, run=lambda p: measured_run(p, options.timeout),
+                  write=write_record):
+            solutions |= path.parent == ROOT / "solutions"
+        else:
             refused.append(_shown(path))
+    if solutions:  # a solution's header changed: its lab shows the same line
+        import make_labs
+
+        make_labs.main([])
     if refused:
         print(f"{len(refused)} notebook(s) not recorded: {', '.join(refused)}")
     return 1 if refused else 0
