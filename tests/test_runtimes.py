@@ -72,8 +72,16 @@ def test_each_notebook_alone_runs_within_its_45_s_budget(path):
     assert measured is None or measured <= 45, f"{path.name} took {measured} s alone on an idle machine"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[f"{p.parent.name}/{p.name}" for p in NOTEBOOKS])
+def test_each_notebook_peaks_under_2_gb(path):
+    """The course promises no notebook over 2 GB on 2 cores (kernel and all its children)."""
+    peak = runtimes.load_peaks().get(path.relative_to(ROOT).as_posix())
+    assert peak is None or peak <= 2048, f"{path.name} peaked at {peak} MB"
+
+
 def test_every_measured_notebook_still_exists():
     assert {rel for rel in runtimes.load() if not (ROOT / rel).exists()} == set()
+    assert {rel for rel in runtimes.load_peaks() if not (ROOT / rel).exists()} == set()
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(1.2, "about 5 s"), (7.4, "about 5 s"), (7.6, "about 10 s"),
