@@ -195,6 +195,16 @@ def test_no_record_was_forced(path):
     assert "forced" not in taken, f"recorded with --force ({taken['forced']}): make record NB={path.name}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_a_record_was_taken_on_idle_cores(path):
+    """A raised --threshold cannot pass a busy machine off as a record: the idle cores say."""
+    taken = nbformat.read(path, as_version=4).metadata.get("loaderlab", {}).get("record", {})
+    if not taken or "forced" in taken:  # no record yet, or forced (test_no_record_was_forced)
+        return
+    assert taken["idle_cores"] >= taken["cores"] - 2 * record.THRESHOLD, (
+        f"recorded with {taken['idle_cores']} idle cores of {taken['cores']}: record it on a quiet machine")
+
+
 def escapes(source: str) -> list[str]:
     """Printed checks that are True when their measurement did not run: `A or not B` (B: 'it ran'),
     printed directly or through a name assigned that way."""
