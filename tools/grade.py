@@ -259,62 +259,20 @@ def _student_cells(nb, closing: list[str]) -> list:
     return cells
 
 
-# Run silently (no IPython hook, no history) before the student's first cell: what a student cell
-# may replace, kept where the checks find it again.
+# Run silently (no IPython hook, no history) before the student's first cell: load the kernel-side
+# code (tools/grade_kernel.py, under a name of its own, outside sys.modules) and keep its ``run``
+# function under a random name; it captures what the checks need before student code can change it.
 PRELUDE = """
-def _loaderlab_keep():
-    import builtins, sys, types
-    from IPython import get_ipython
-    shell = get_ipython()
-    kept = types.ModuleType({name!r})
-    kept.state = dict(
-        shell=shell, builtins=dict(vars(builtins)), stdout=sys.stdout, stderr=sys.stderr,
-        displayhook=sys.displayhook, excepthook=sys.excepthook, meta_path=list(sys.meta_path),
-        path_hooks=list(sys.path_hooks), events={{k: list(v) for k, v in shell.events.callbacks.items()}},
-        user_expressions=type(shell).user_expressions, formatter=shell.display_formatter)
-    sys.modules[{name!r}] = kept
-_loaderlab_keep()
-del _loaderlab_keep
+def _loaderlab_install():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location({module!r}, {path!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    globals()[{entry!r}] = module.capture({key!r})
+_loaderlab_install()
+del _loaderlab_install
 """
-
-# The check: defined silently, called as the request's user expression (after every hook would
-# have run); the verdict comes back in the reply, signed with a key only this source holds.
-CHECK = """
-def {function}():
-    import builtins, contextlib, hashlib, hmac, importlib, io, json, sys
-    state = sys.modules[{kept!r}].state
-    shell = state["shell"]
-    for event, callbacks in shell.events.callbacks.items():
-        callbacks[:] = state["events"].get(event, [])
-    vars(builtins).update(state["builtins"])
-    sys.stdout, sys.stderr = state["stdout"], state["stderr"]
-    sys.displayhook, sys.excepthook = state["displayhook"], state["excepthook"]
-    sys.meta_path[:], sys.path_hooks[:] = state["meta_path"], state["path_hooks"]
-    sys.path_importer_cache.clear()
-    vars(shell).pop("user_expressions", None)
-    type(shell).user_expressions = state["user_expressions"]
-    shell.display_formatter = state["formatter"]
-    sys.path.insert(0, {package!r})
-    for name in [n for n in sys.modules if n.split(".")[0] == "loaderlab"]:
-        if name.split(".")[:2] != ["loaderlab", "labs"]:
-            del sys.modules[name]
-    importlib.invalidate_caches()
-    out, passed, error = io.StringIO(), False, None
-    try:
-        module = importlib.import_module({module!r})
-        if not str(module.__file__).startswith({package!r}):
-            raise ImportError("the checker was not loaded from the grader's copy")
-        check = getattr(module, {check!r})
-        args, kwargs = eval("(lambda *a, **k: (a, k))(" + {args!r} + ")", shell.user_ns)
-        with contextlib.redirect_stdout(out):
-            passed = check(*args, **kwargs) is True
-    except Exception as exc:
-        error = type(exc).__name__ + ": " + " ".join(str(exc).split())[:200]
-    finally:
-        sys.stdout = state["stdout"]
-    text = json.dumps(dict(passed=passed, out=out.getvalue()[-4000:], error=error))
-    return text + "|" + hmac.new({key!r}.encode(), text.encode(), hashlib.sha256).hexdigest()
-"""
+KERNEL_CODE = Path(__file__).resolve().parent / "grade_kernel.py"
 
 
 def _capped_client_class():
@@ -374,6 +332,13 @@ def _silent(client, code: str, expression: str | None, deadline: float) -> dict:
     return run_sync(request)()
 
 
+def _check_reply(content: dict) -> None:
+    """Raise when the grader's own silent request failed in the kernel (before any student cell)."""
+    if content.get("status") != "ok":
+        raise RuntimeError(f"the grader's set-up failed in the kernel: {content.get('ename')}: "
+                           f"{content.get('evalue')}")
+
+
 def _verdict(content: dict, key: str, check: Check) -> None:
     """Fill ``check`` from the reply to its request; a reply not signed with ``key`` is a failure."""
     data = content.get("user_expressions", {}).get("verdict", {})
@@ -406,7 +371,7 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     imports = [m.group(0) for c in official for m in IMPORTS.finditer(c.source)]
     finish = [nbformat.v4.new_code_cell("\n".join(line for line in imports if ".checks" not in line))]
     finish += [nbformat.v4.new_code_cell(source) for source in closing]
-    kept, key = f"_loaderlab_grader_{secrets.token_hex(8)}", secrets.token_hex(32)
+    entry, key = f"_{secrets.token_hex(16)}", secrets.token_hex(32)
     tmp = Path(tempfile.mkdtemp(prefix="loaderlab-grade-"))
     client, where = None, "before the first cell"
     try:
@@ -421,17 +386,20 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
             kernel, tracked = psutil.Process(client.km.provisioner.process.pid), []
             deadline = time.monotonic() + timeout  # from a started kernel: a slow start is not the student's
             try:
-                _silent(client, PRELUDE.format(name=kept), None, deadline)
+                kernel_code = tmp / f"{secrets.token_hex(8)}.py"
+                kernel_code.write_bytes(KERNEL_CODE.read_bytes())
+                prelude = PRELUDE.format(module=f"_{secrets.token_hex(8)}", path=str(kernel_code),
+                                         entry=entry, key=key)
+                _check_reply(_silent(client, prelude, None, deadline))
+                kernel_code.unlink()
                 for index, cell in enumerate(cells):
                     where = f"in cell {cell.metadata['student_cell']}"
                     _run_cell(client, cell, index, deadline, kernel, tracked)
                 for check in checks:
                     where = f"in the lab's check {check.name}"
                     package = str(course.write_package(tmp / f"checks-{secrets.token_hex(8)}"))
-                    function = f"_loaderlab_check_{secrets.token_hex(8)}"
-                    code = CHECK.format(function=function, kept=kept, package=package, module=check.module,
-                                        check=check.name, args=check.args, key=key)
-                    _verdict(_silent(client, code, f"{function}()", deadline), key, check)
+                    call = ", ".join(map(repr, ["check", package, check.module, check.name, check.args]))
+                    _verdict(_silent(client, f"{entry}('restore')", f"{entry}({call})", deadline), key, check)
                     _track(kernel, tracked)
                 for index, cell in enumerate(finish, len(cells)):
                     where = "in the lab's closing cells"
@@ -547,11 +515,44 @@ def summary(results: list[Result]) -> str:
     return "\n".join(f"{a:<5} {b:>11} {c:>7} {d:>7}" for a, b, c, d in rows)
 
 
+def course_python(root: Path | None = None, platform: str = sys.platform) -> Path:
+    """The course environment's Python (.venv/bin/python, or .venv\\Scripts\\python.exe on Windows)."""
+    return (ROOT if root is None else root) / ".venv" / ("Scripts/python.exe" if platform == "win32"
+                                                         else "bin/python")
+
+
+def in_course_env() -> bool:
+    """True when this Python can grade: it has the notebook tools the grader imports."""
+    import importlib.util
+
+    needed = ("jupyter_client", "nbclient", "psutil")
+    return all(importlib.util.find_spec(name) is not None for name in needed)
+
+
+def relaunch(argv: Sequence[str]) -> int:
+    """Run this script again with the course's Python (any Python may start it); return its status,
+    or 2 with one sentence when the course is not set up."""
+    python = course_python()
+    if not python.exists():
+        print(f"tools/grade.py: this Python ({sys.executable}) lacks the notebook tools and the course "
+              f"has no .venv yet: run `make setup` (or `python tools/course.py setup`) in "
+              f"{ROOT.name}/, then grade again", file=sys.stderr)
+        return 2
+    try:
+        return subprocess.call([str(python), str(Path(__file__).resolve()), *argv])
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Grade the submissions named in ``argv`` (default: the command line); write the CSV; return
-    the exit status."""
+    the exit status. Started by a Python without the notebook tools (the system's), it runs itself
+    again with the course's (``relaunch``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not in_course_env():
+        return relaunch(argv)
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
+        args = parse_args(argv)
         _kernel_name()
     except UsageError as exc:
         print(f"tools/grade.py: {exc}", file=sys.stderr)
