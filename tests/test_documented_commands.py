@@ -137,11 +137,15 @@ COMMANDS: dict[str, tuple] = {
     # the doctor, the grader, the cheat sheet
     "python -m loaderlab doctor my_module:make_loader": RUN(timeout=180, module="my_module"),
     "python -m loaderlab doctor module:make_loader": RUN(timeout=180, module="module"),
-    ".venv/bin/python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
+    "python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
         timeout=60, codes=(0, 2), says="submissions"
     ),
-    "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]": VARIANT(
+    "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]": VARIANT(
         "python tools/grade.py --help", "a synopsis: its --help must answer"
+    ),
+    "py tools/grade.py submissions/ --csv grades.csv": ELSEWHERE(
+        "Windows' launcher; tests/test_grade.py runs `python tools/grade.py` with a Python that is not "
+        "the course's, which relaunches itself with .venv's"
     ),
     "python tools/make_cheatsheet.py": VARIANT(
         "python tools/make_cheatsheet.py --check", "it rewrites docs/cheatsheet.md; --check compares"

@@ -27,6 +27,8 @@ import grade  # noqa: E402
 
 LAB = "01_loop_to_dataloader.ipynb"  # the fastest lab to grade (~3 s a submission on 2 idle cores)
 LOOP_TIMEOUT = 6  # seconds the looping answer may run
+JANE, JOE = "Jane Roe_4711_assignsubmission_file_", "Joe Bloggs_4712_assignsubmission_file_"
+CANVAS = "doejane_LATE_12345_67890_lab01.ipynb"
 
 
 def _edit(nb, old: str, new: str):
@@ -114,8 +116,11 @@ def _submissions(folder: Path) -> None:
     nbformat.write(answer, folder / "no_metadata.ipynb")  # a solution: no loaderlab metadata
     answer.metadata["loaderlab"] = lab.metadata["loaderlab"]
     nbformat.write(answer, folder / "Jane Doe - final (2).ipynb")  # renamed: graded by metadata
-    (folder / "student7").mkdir()
-    nbformat.write(answer, folder / "student7" / "submission.ipynb")  # an LMS export's subfolder
+    (folder / JANE).mkdir()  # Moodle's export: a folder per student, every file the same name
+    nbformat.write(answer, folder / JANE / "submission.ipynb")
+    (folder / JOE).mkdir()
+    (folder / JOE / "submission.ipynb").write_text("not json")  # the other student's upload broke
+    (folder / CANVAS).write_text('{"cells": [')  # Canvas's name for a late, truncated upload
     nbformat.write(lab, folder / "untouched.ipynb")
     nbformat.write(_edit(answer, "return self.features[index]", "return self.features[index]]"),
                    folder / "syntax.ipynb")
@@ -178,22 +183,47 @@ def graded(tmp_path_factory):
         loop_row = next(csv.DictReader(f))
     with open(base / "parts.csv", newline="", encoding="utf-8") as f:
         parts_row = next(csv.DictReader(f))
+    feedback = {p.name: p.read_text(encoding="utf-8") for p in (base / "feedback").iterdir()}
     return dict(status=status, loop_status=loop_status, parts_status=parts_status, header=header,
                 rows=rows, loop=loop_row, parts=parts_row, seconds=seconds, loop_seconds=loop_seconds,
-                leftovers=_leftovers(work), new_children=new_children)
+                leftovers=_leftovers(work), new_children=new_children, feedback=feedback,
+                summary=(base / "grades_summary.txt").read_text(encoding="utf-8"))
 
 
 @pytest.mark.course
 def test_every_submission_is_graded_into_the_columns(graded):
     assert graded["status"] == 0 and graded["loop_status"] == 0 and graded["parts_status"] == 0
-    assert graded["header"] == "submission,lab,passed,reason,part1,part2"
-    assert len(graded["rows"]) == 10 + len(PATCHES), graded["rows"]
+    assert graded["header"] == "student,submission,lab,points,max_points,passed,reason,part1,part2"
+    assert len(graded["rows"]) == 12 + len(PATCHES), graded["rows"]
 
 
 @pytest.mark.course
-def test_a_subfolder_is_searched(graded):
-    row = graded["rows"][str(Path("student7") / "submission.ipynb")]
-    assert (row["lab"], row["passed"], row["reason"]) == ("01", "1", ""), row
+def test_a_subfolder_is_searched_and_names_the_student(graded):
+    row = graded["rows"][str(Path(JANE) / "submission.ipynb")]
+    assert (row["student"], row["lab"], row["passed"], row["reason"]) == ("Jane Roe", "01", "1", ""), row
+    assert (row["points"], row["max_points"]) == ("10", "10"), row
+    other = graded["rows"][str(Path(JOE) / "submission.ipynb")]
+    assert (other["student"], other["passed"], other["points"]) == ("Joe Bloggs", "0", "0"), other
+
+
+@pytest.mark.course
+def test_every_submission_gets_a_feedback_file_a_student_can_read(graded):
+    feedback = graded["feedback"]
+    mine = [name for name in feedback if not name.startswith(("loops_", "parts_"))]  # the other two runs
+    assert len(mine) == len(graded["rows"]), sorted(feedback)  # one student's files: _2, _3, ...
+    assert feedback["Jane_Roe_lab01.txt"].startswith("loaderlab lab 01: 10 of 10 points ✅")
+    stub = feedback["untouched_lab01.txt"]
+    assert "0 of 10 points ❌" in stub and "❌ check_loop_to_loader: not attempted yet" in stub, stub
+    wrong = feedback["checks_deleted_lab01.txt"]
+    assert "in another order" in wrong and "Hint: notebook 01" in wrong, wrong
+    assert "Why: not a Jupyter notebook" in feedback["doejane_labXX.txt"], sorted(feedback)
+
+
+@pytest.mark.course
+def test_the_summary_counts_each_lab_and_its_most_common_failures(graded):
+    summary = graded["summary"]
+    assert "lab 01, most common failures:" in summary, summary
+    assert "× unfinished stub: check_loop_to_loader says not attempted yet" in summary, summary
 
 
 @pytest.mark.course
@@ -229,12 +259,14 @@ def test_a_corrupt_file_is_a_row_with_its_reason(graded):
     row = graded["rows"]["corrupt.ipynb"]
     assert (row["lab"], row["passed"]) == ("", "0"), row
     assert row["reason"].startswith("not a Jupyter notebook"), row
+    assert graded["rows"][CANVAS]["student"] == "doejane"
 
 
 @pytest.mark.course
 def test_a_two_part_lab_gets_a_grade_per_part_and_lab_overrides_the_metadata(graded):
     row = graded["parts"]
     assert (row["lab"], row["passed"], row["part1"], row["part2"]) == ("05", "0", "1", "0"), row
+    assert (row["points"], row["max_points"]) == ("5", "10"), row
     assert row["reason"].startswith("unfinished stub: check_bucket_batches"), row
 
 

@@ -1,5 +1,8 @@
 """Grade submitted lab notebooks: ``python tools/grade.py SUBMISSIONS... --csv PATH``.
 
+Any Python starts it (``py tools/grade.py ...`` on Windows): without the notebook tools it runs
+itself again with the course's ``.venv`` Python.
+
 The lab is the one named in the notebook's metadata (``"loaderlab": {"lab": "01"}``, written by
 ``tools/make_labs.py``), whatever the file is called; ``--lab NN`` overrides it. A folder means
 every ``*.ipynb`` under it, in subfolders too (an LMS export puts each student in a folder).
@@ -10,21 +13,30 @@ the kernel imports first). Everything copied comes from the files as they were w
 started, so a submission that rewrites the course's files changes nothing for those graded after
 it. One timeout covers the whole submission, counted from the kernel's start. The student's
 cells run first, except those that only call a checker; then each of the lab's official checks,
-taken from ``labs/`` (deleting or editing a check cell changes nothing): the grader writes a new
-copy of the package that no student code has seen, and in one request that runs no IPython hook
-it restores what a student cell may have replaced (``print`` and the other builtins,
-``sys.stdout``, the import machinery, the IPython event hooks), drops every ``loaderlab`` module
-but the lab scaffolding (``loaderlab.labs``), imports the checker afresh from that copy and calls
-it. The verdict is the checker's return value, sent back signed in the kernel's reply to that
-request, not anything printed: a cell that replaces a checker, the checks package, ``print`` or
-a hook cannot turn a stub into a pass. Then the lab's cells after its checks (a cleanup), and
-the kernel's process group is killed: no process it started is left. (Code in the kernel can
-still defeat this on purpose, e.g. by replacing ``__import__`` or from inside the answer the
-checker calls: the grader closes the shortcuts, reading the answers closes the rest.)
+taken from ``labs/`` (deleting or editing a check cell changes nothing). Before the student's
+first cell, the kernel-side code (``tools/grade_kernel.py``) captures everything the checks use
+to compute, encode, sign and return a verdict, and every function, class and module that the
+loaded modules expose (torch and NumPy included); before each check it restores them, imports
+the checker afresh from a copy of the package written after the student's cells ran, calls it,
+and signs its return value with a key that only the captured code holds. The verdict is that
+return value, not anything printed: a cell that replaces a checker, the checks package,
+``print``, a hook, or a standard-library function the check code uses (``json.dumps``,
+``importlib.import_module``, ``hmac.new``...) cannot turn a stub into a pass. Then the lab's
+cells after its checks (a cleanup), and the kernel's process group is killed: no process it
+started is left. (Code can still defeat this on purpose by reaching into the grader's own objects
+— a closure's cells, the garbage collector's object list —, by replacing attributes of classes,
+or from inside the answer the checker calls: the grader closes the shortcuts, reading the
+answers closes the rest.)
 
-The CSV has the columns ``submission,lab,passed,reason,part1,part2`` (the parts: labs with two
-checks, 05 and 10; empty for the others). A notebook that cannot be read, a kernel that dies and
-a timeout are rows with their reason. Each submission's output is capped (``OUTPUT_CAP_BYTES``).
+The CSV has the columns ``student,submission,lab,points,max_points,passed,reason,part1,part2``:
+the student is the submission's first folder under a folder argument (Moodle's folder name
+cleaned), else the name in a Canvas or Blackboard file name, else the file name; ``POINTS``
+per lab, each check an equal share (the parts: labs with two checks, 05 and 10; empty for the
+others). Each submission gets a feedback file a student reads without the course's tools
+(``feedback/<student>_lab<NN>.txt`` beside the CSV, or ``--feedback DIR``: each check's sentence
+and hint), and ``<csv>_summary.txt`` holds the per-lab table and the most common failures. A
+notebook that cannot be read, a kernel that dies and a timeout are rows with their reason. Each
+submission's output is capped (``OUTPUT_CAP_BYTES``).
 Exit status: 0 when every submission was graded, 2 on a usage error (one sentence), 130 when
 interrupted (the CSV holds those graded).
 """
@@ -61,9 +73,11 @@ IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import 
                      re.M)
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+POINTS = 10  # per lab; a lab with two checks gives each half
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
 KERNEL = "loaderlab"
-USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]"
+HEADER = ["student", "submission", "lab", "points", "max_points", "passed", "reason", "part1", "part2"]
+USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]"
 
 
 class UsageError(Exception):
@@ -81,6 +95,15 @@ class Result:
     passed: bool
     reason: str
     parts: list[bool] = field(default_factory=list)  # one per check, for labs with two
+    student: str = ""
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (check, passed, its sentence)
+
+    @property
+    def points(self) -> float:
+        """Points out of POINTS (each of the lab's checks an equal share; none without a check)."""
+        if not self.checks:
+            return float(POINTS if self.passed else 0)
+        return round(POINTS * sum(ok for _, ok, _ in self.checks) / len(self.checks), 1)
 
 
 @dataclass
@@ -105,9 +128,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = _Parser(prog="python tools/grade.py", description="Grade lab notebooks, each in its own "
                      "kernel with its lab's official checks (the lab from the notebook's metadata).")
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
-    parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason,...")
+    parser.add_argument("--csv", required=True, help="where to write student,submission,lab,points,...")
     parser.add_argument("--timeout", default="120", help="seconds each submission may run (default 120)")
     parser.add_argument("--lab", help="grade every submission as this lab (e.g. 03), whatever its metadata")
+    parser.add_argument("--feedback", help="folder for one feedback file per submission "
+                        "(default: feedback/ beside the CSV)")
     args = parser.parse_args(list(argv))
     try:
         args.timeout = float(args.timeout)
@@ -119,6 +144,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--lab {args.lab}: no such lab (two digits, one of "
                          f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})")
     paths: list[Path] = []
+    args.roots = {}  # submission -> the folder argument it was found under (names its student)
     for name in args.submissions:
         path = Path(name)
         if path.is_dir():
@@ -126,6 +152,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             if not found:
                 raise UsageError(f"{name}: the folder holds no .ipynb file")
             paths += found
+            args.roots.update((p, path) for p in found)
         elif not path.is_file():
             raise UsageError(f"{name}: no such file")
         else:
@@ -133,6 +160,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     folder = Path(args.csv).resolve().parent
     if Path(args.csv).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
         raise UsageError(f"--csv {args.csv}: not a file in an existing, writable folder")
+    args.feedback = Path(args.feedback) if args.feedback else folder / "feedback"
+    if args.feedback.exists() and not args.feedback.is_dir():
+        raise UsageError(f"--feedback {args.feedback}: not a folder")
     args.paths = paths
     return args
 
@@ -502,17 +532,88 @@ def grade(path: Path, timeout: float, course: Course, lab: str | None = None) ->
         return Result(str(path), lab, False, f"unknown lab {lab!r}: no labs/{lab}_*.ipynb in this course")
     reason, checks = run_submission(nb, lab_file.name, course, timeout)
     parts = [c.passed for c in checks] if len(checks) > 1 else []
-    return Result(str(path), lab, not reason, " ".join(reason.split()), parts)
+    said = [(c.name, c.passed, _line(c)[1] or (c.error or "gave no verdict")) for c in checks]
+    return Result(str(path), lab, not reason, " ".join(reason.split()), parts, checks=said)
+
+
+# Learning-platform exports: Canvas names files `doejane_12345_67890_lab.ipynb` (LATE_ may follow
+# the name), Blackboard `Lab 01_jdoe_attempt_2026-12-01-10-00-00_lab.ipynb`, Moodle puts each
+# student in a folder `Jane Doe_12345_assignsubmission_file_`.
+CANVAS = re.compile(r"^([A-Za-z][\w-]*?)_(?:LATE_)?\d+_\d+_")
+BLACKBOARD = re.compile(r"_([^_]+)_attempt_\d{4}-\d\d-\d\d")
+MOODLE = re.compile(r"^(.+?)_\d+_assignsubmission_\w*$")
+
+
+def student_of(path: Path, root: Path | None = None) -> str:
+    """The student a submission belongs to: its first folder under ``root`` (an export with one
+    folder per student, Moodle's name cleaned), else the name in a Canvas or Blackboard file name,
+    else the file name without ``.ipynb``."""
+    if root is not None:
+        inside = path.resolve().relative_to(root.resolve()).parts
+        if len(inside) > 1:
+            folder = inside[0]
+            return (MOODLE.match(folder) or re.match(r"(.*)", folder)).group(1)
+    for pattern in (CANVAS, BLACKBOARD):
+        if found := pattern.search(path.name):
+            return found.group(1)
+    return path.stem
+
+
+def feedback(result: Result) -> str:
+    """The text a student reads: lab, points, each check's sentence and hint, or why nothing ran."""
+    mark = PASS if result.passed else FAIL
+    lines = [f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
+             f"submission: {Path(result.submission).name}", ""]
+    for name, ok, sentence in result.checks:
+        lines.append(f"{PASS if ok else FAIL} {name}: {sentence}")
+    if result.reason and not any(result.reason.endswith(s) for _, ok, s in result.checks if not ok):
+        lines += ["", f"Why: {result.reason}"]
+    if not result.passed:
+        lines += ["", "Fix what the first ❌ line says (its hint names the notebook section), run the "
+                  "lab's check cell again until it prints ✅, then hand the notebook in again."]
+    return "\n".join(lines) + "\n"
+
+
+def write_feedback(results: list[Result], folder: Path) -> list[Path]:
+    """Write one feedback file per submission into ``folder`` (``<student>_lab<NN>.txt``; two
+    files of one student for one lab get ``_2``, ``_3``); return their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for result in results:
+        base = re.sub(r"[^\w.-]+", "_", f"{result.student or 'unknown'}_lab{result.lab or 'XX'}").strip("_")
+        target, n = folder / f"{base}.txt", 1
+        while target in written:
+            n += 1
+            target = folder / f"{base}_{n}.txt"
+        target.write_text(feedback(result), encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def common_reason(reason: str) -> str:
+    """A failure reason with its cell numbers and figures taken out, so that alike reasons count
+    together."""
+    return re.sub(r"\d+(\.\d+)?", "N", reason.split(" Hint:")[0])[:140]
 
 
 def summary(results: list[Result]) -> str:
-    """Return the per-lab table: lab, submissions, passed, failed (and a row for all)."""
+    """Return the per-lab table (submissions, passed, failed, mean points) and, per lab, its most
+    common failure reasons."""
+    from collections import Counter
+
     groups = {lab or "?": [r for r in results if r.lab == lab] for lab in sorted({r.lab for r in results})}
-    rows = [("lab", "submissions", "passed", "failed")]
+    rows = [("lab", "submissions", "passed", "failed", "mean points")]
     for lab, mine in [*groups.items(), ("all", results)]:
         passed = sum(r.passed for r in mine)
-        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed)))
-    return "\n".join(f"{a:<5} {b:>11} {c:>7} {d:>7}" for a, b, c, d in rows)
+        mean = sum(r.points for r in mine) / len(mine) if mine else 0.0
+        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed), f"{mean:.1f}"))
+    text = [f"{a:<5} {b:>11} {c:>7} {d:>7} {e:>12}" for a, b, c, d, e in rows]
+    for lab, mine in groups.items():
+        reasons = Counter(common_reason(r.reason) for r in mine if not r.passed)
+        if reasons:
+            text.append(f"lab {lab}, most common failures:")
+            text += [f"  {count} × {reason}" for reason, count in reasons.most_common(3)]
+    return "\n".join(text)
 
 
 def course_python(root: Path | None = None, platform: str = sys.platform) -> Path:
@@ -569,17 +670,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
         except Exception as exc:  # the grader's own failure on this submission: a row, not a traceback
             result = Result(str(path), "", False, f"could not be graded: {type(exc).__name__}: {exc}"[:300])
+        result.student = student_of(path, args.roots.get(path))
         results.append(result)
         verdict = f"{PASS} passed" if result.passed else f"{FAIL} {result.reason}"
         print(f"{path} (lab {result.lab or '?'}, {time.monotonic() - start:.1f} s): {verdict}", flush=True)
     with open(args.csv, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
-        writer.writerow(["submission", "lab", "passed", "reason", "part1", "part2"])
+        writer.writerow(HEADER)
         for r in results:
             parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
-            writer.writerow([r.submission, r.lab, int(r.passed), r.reason, *parts])
-    print(summary(results))
-    print(f"grades written to {args.csv}")
+            writer.writerow([r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason,
+                             *parts])
+    write_feedback(results, args.feedback)
+    table = summary(results)
+    summary_file = Path(args.csv).with_name(Path(args.csv).stem + "_summary.txt")
+    summary_file.write_text(table + "\n", encoding="utf-8")
+    print(table)
+    print(f"grades written to {args.csv}, the summary to {summary_file.name}, "
+          f"one feedback file per submission to {args.feedback}")
     return status
 
 
