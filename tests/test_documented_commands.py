@@ -103,6 +103,18 @@ COMMANDS: dict[str, tuple] = {
     # documented as the check before installing: the shell has no course environment yet
     "python3 tools/preflight.py": RUN(timeout=60, says="ready to install", active=False),
     "python tools/preflight.py": RUN(timeout=240),
+    'python tools/course.py preflight --report preflight.json --name "Your Name"': VARIANT(
+        'd=$(mktemp -d) && python tools/course.py preflight --skip lab,loader --report "$d/preflight.json" '
+        '--name "Your Name" && grep -q \'"student": "Your Name"\' "$d/preflight.json"',
+        "the same report written to a temporary folder, without the two slow checks make preflight runs",
+        timeout=180),
+    'py tools/course.py preflight --report preflight.json --name "Your Name"': DRY(
+        "Windows' launcher; the python form runs above"),
+    "python3 tools/preflight.py --summarise reports/": VARIANT(
+        'd=$(mktemp -d) && mkdir "$d/reports" && python3 tools/preflight.py --skip lab,loader --report '
+        '"$d/reports/a.json" --name A && cd "$d" && '
+        'python3 "$OLDPWD/tools/preflight.py" --summarise reports/ | grep -q "1 of 1 ready"',
+        "a folder of one report written first", timeout=180),
     "python3 tools/course.py --help": RUN(timeout=30, says="commands:"),
     "python3 tools/course.py lab": DRY(SERVER),
     "py tools/course.py lab": DRY(SERVER),
