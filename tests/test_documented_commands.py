@@ -143,6 +143,9 @@ COMMANDS: dict[str, tuple] = {
     "make execute NB=notebooks/03_…ipynb": DRY("re-executes and rewrites a notebook (… stands for its name)"),
     "make labs": DRY("rewrites labs/ (make labs CHECK=1 runs below)"),
     "make labs CHECK=1": RUN(timeout=120),
+    "make wheelhouse PLATFORMS=all PYTHONS=3.11,3.12,3.13": DRY(
+        "downloads about 1.2 GB; tests/test_install.py checks its options and (release) resolves a filled one"
+    ),
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),
     "make soak N=3 LOAD=1": DRY(SUITE + " three times"),
     ".venv/bin/python -m pytest tests/test_cores.py": RUN(timeout=120),
