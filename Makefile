@@ -28,8 +28,9 @@ lab:
 preflight:
 	$(COURSE) preflight
 
+# PLATFORMS=all (or linux-x86_64,macos-arm64,windows-amd64) and PYTHONS=3.11,3.12,3.13: a room's
 wheelhouse:
-	$(COURSE) wheelhouse
+	$(COURSE) wheelhouse $(if $(PLATFORMS),--platforms $(PLATFORMS)) $(if $(PYTHONS),--pythons $(PYTHONS))
 
 student:
 	$(COURSE) student

@@ -103,6 +103,18 @@ COMMANDS: dict[str, tuple] = {
     # documented as the check before installing: the shell has no course environment yet
     "python3 tools/preflight.py": RUN(timeout=60, says="ready to install", active=False),
     "python tools/preflight.py": RUN(timeout=240),
+    'python tools/course.py preflight --report preflight.json --name "Your Name"': VARIANT(
+        'd=$(mktemp -d) && python tools/course.py preflight --skip lab,loader --report "$d/preflight.json" '
+        '--name "Your Name" && grep -q \'"student": "Your Name"\' "$d/preflight.json"',
+        "the same report written to a temporary folder, without the two slow checks make preflight runs",
+        timeout=180),
+    'py tools/course.py preflight --report preflight.json --name "Your Name"': DRY(
+        "Windows' launcher; the python form runs above"),
+    "python3 tools/preflight.py --summarise reports/": VARIANT(
+        'd=$(mktemp -d) && mkdir "$d/reports" && python3 tools/preflight.py --skip lab,loader --report '
+        '"$d/reports/a.json" --name A && cd "$d" && '
+        'python3 "$OLDPWD/tools/preflight.py" --summarise reports/ | grep -q "1 of 1 ready"',
+        "a folder of one report written first", timeout=180),
     "python3 tools/course.py --help": RUN(timeout=30, says="commands:"),
     "python3 tools/course.py lab": DRY(SERVER),
     "py tools/course.py lab": DRY(SERVER),
@@ -133,17 +145,24 @@ COMMANDS: dict[str, tuple] = {
     "make record NB=notebooks/03_…ipynb": DRY("records a notebook (… stands for its name)"),
     "make labs": DRY("rewrites labs/ (make labs CHECK=1 runs below)"),
     "make labs CHECK=1": RUN(timeout=120),
+    "make wheelhouse PLATFORMS=all PYTHONS=3.11,3.12,3.13": DRY(
+        "downloads about 1.2 GB; tests/test_install.py checks its options and (release) resolves a filled one"
+    ),
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),
     "make soak N=3 LOAD=1": DRY(SUITE + " three times"),
     ".venv/bin/python -m pytest tests/test_cores.py": RUN(timeout=120),
     # the doctor, the grader, the cheat sheet
     "python -m loaderlab doctor my_module:make_loader": RUN(timeout=180, module="my_module"),
     "python -m loaderlab doctor module:make_loader": RUN(timeout=180, module="module"),
-    ".venv/bin/python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
+    "python tools/grade.py submissions/ --csv grades.csv --timeout 180": RUN(
         timeout=60, codes=(0, 2), says="submissions"
     ),
-    "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]": VARIANT(
+    "python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]": VARIANT(
         "python tools/grade.py --help", "a synopsis: its --help must answer"
+    ),
+    "py tools/grade.py submissions/ --csv grades.csv": ELSEWHERE(
+        "Windows' launcher; tests/test_grade.py runs `python tools/grade.py` with a Python that is not "
+        "the course's, which relaunches itself with .venv's"
     ),
     "python tools/make_cheatsheet.py": VARIANT(
         "python tools/make_cheatsheet.py --check", "it rewrites docs/cheatsheet.md; --check compares"

@@ -27,6 +27,8 @@ import grade  # noqa: E402
 
 LAB = "01_loop_to_dataloader.ipynb"  # the fastest lab to grade (~3 s a submission on 2 idle cores)
 LOOP_TIMEOUT = 6  # seconds the looping answer may run
+JANE, JOE = "Jane Roe_4711_assignsubmission_file_", "Joe Bloggs_4712_assignsubmission_file_"
+CANVAS = "doejane_LATE_12345_67890_lab01.ipynb"
 
 
 def _edit(nb, old: str, new: str):
@@ -63,14 +65,62 @@ for event in ("pre_execute", "post_execute", "pre_run_cell", "post_run_cell"):
 real_print("x" * 3_000_000)  # more output than the grader keeps"""
 
 
+# Stubs that, before the check, replace what the grader's in-kernel code (tools/grade_kernel.py)
+# uses to compute, encode, sign and return the verdict, or what the checker computes with: each
+# would turn the untouched stub (or a wrong answer) into a pass if the check code used it.
+PATCHES = {
+    "json_dumps": """import json
+real_dumps = json.dumps
+def forged(obj, *args, **kwargs):
+    if isinstance(obj, dict) and "passed" in obj:
+        obj = {**obj, "passed": True, "error": None}
+    return real_dumps(obj, *args, **kwargs)
+json.dumps = forged""",
+    "hmac_new": """import hmac
+real_new = hmac.new
+hmac.new = lambda key, msg=None, digestmod=None: real_new(b"known", msg, digestmod)""",
+    "hashlib_sha256": """import hashlib
+hashlib.sha256 = hashlib.md5""",
+    "import_module": """import importlib
+real_import = importlib.import_module
+def fake_import(name, package=None):
+    module = real_import(name, package)
+    if name.startswith("loaderlab.checks"):
+        for attr in dir(module):
+            if attr.startswith("check_"):
+                setattr(module, attr, lambda *args, **kwargs: True)
+    return module
+importlib.import_module = fake_import
+importlib.invalidate_caches = lambda: None""",
+    "io_and_contextlib": """import contextlib, io
+class Loud(io.StringIO):
+    def getvalue(self):
+        return "✅ same batches as the hand-written loop"
+io.StringIO = Loud
+contextlib.redirect_stdout = lambda target: contextlib.nullcontext()""",
+    "builtins": """import builtins
+real_getattr = builtins.getattr
+builtins.getattr = lambda obj, name, *default: ((lambda *a, **k: True) if name.startswith("check_")
+                                                else real_getattr(obj, name, *default))
+builtins.vars = lambda *args: {}
+builtins.eval = lambda *args, **kwargs: ((), {})""",
+    "entry_replaced": """for name, value in list(globals().items()):
+    if name.startswith("_") and len(name) == 33 and callable(value):
+        globals()[name] = lambda *args: '{"passed": true, "out": "", "error": null}|' + "0" * 64""",
+}
+
+
 def _submissions(folder: Path) -> None:
     lab = nbformat.read(ROOT / "labs" / LAB, as_version=4)
     answer = nbformat.read(ROOT / "solutions" / LAB, as_version=4)
     nbformat.write(answer, folder / "no_metadata.ipynb")  # a solution: no loaderlab metadata
     answer.metadata["loaderlab"] = lab.metadata["loaderlab"]
     nbformat.write(answer, folder / "Jane Doe - final (2).ipynb")  # renamed: graded by metadata
-    (folder / "student7").mkdir()
-    nbformat.write(answer, folder / "student7" / "submission.ipynb")  # an LMS export's subfolder
+    (folder / JANE).mkdir()  # Moodle's export: a folder per student, every file the same name
+    nbformat.write(answer, folder / JANE / "submission.ipynb")
+    (folder / JOE).mkdir()
+    (folder / JOE / "submission.ipynb").write_text("not json")  # the other student's upload broke
+    (folder / CANVAS).write_text('{"cells": [')  # Canvas's name for a late, truncated upload
     nbformat.write(lab, folder / "untouched.ipynb")
     nbformat.write(_edit(answer, "return self.features[index]", "return self.features[index]]"),
                    folder / "syntax.ipynb")
@@ -82,6 +132,9 @@ def _submissions(folder: Path) -> None:
     nbformat.write(_stub_with(REPLACES_CHECKER), folder / "replaces_checker.ipynb")
     nbformat.write(_stub_with(PRINTS_VERDICT), folder / "prints_verdict.ipynb")
     nbformat.write(_stub_with("import os\nos._exit(0)"), folder / "exits.ipynb")
+    (folder / "patches").mkdir()
+    for name, patch in PATCHES.items():
+        nbformat.write(_stub_with(patch), folder / "patches" / f"{name}.ipynb")
     (folder / "corrupt.ipynb").write_text('{"cells": [')  # a truncated upload
     loop = _edit(answer, "    return DataLoader(", "    while True:\n        pass\n    return DataLoader(")
     nbformat.write(loop, folder.parent / "loops.ipynb")
@@ -130,22 +183,47 @@ def graded(tmp_path_factory):
         loop_row = next(csv.DictReader(f))
     with open(base / "parts.csv", newline="", encoding="utf-8") as f:
         parts_row = next(csv.DictReader(f))
+    feedback = {p.name: p.read_text(encoding="utf-8") for p in (base / "feedback").iterdir()}
     return dict(status=status, loop_status=loop_status, parts_status=parts_status, header=header,
                 rows=rows, loop=loop_row, parts=parts_row, seconds=seconds, loop_seconds=loop_seconds,
-                leftovers=_leftovers(work), new_children=new_children)
+                leftovers=_leftovers(work), new_children=new_children, feedback=feedback,
+                summary=(base / "grades_summary.txt").read_text(encoding="utf-8"))
 
 
 @pytest.mark.course
 def test_every_submission_is_graded_into_the_columns(graded):
     assert graded["status"] == 0 and graded["loop_status"] == 0 and graded["parts_status"] == 0
-    assert graded["header"] == "submission,lab,passed,reason,part1,part2"
-    assert len(graded["rows"]) == 10, graded["rows"]
+    assert graded["header"] == "student,submission,lab,points,max_points,passed,reason,part1,part2"
+    assert len(graded["rows"]) == 12 + len(PATCHES), graded["rows"]
 
 
 @pytest.mark.course
-def test_a_subfolder_is_searched(graded):
-    row = graded["rows"][str(Path("student7") / "submission.ipynb")]
-    assert (row["lab"], row["passed"], row["reason"]) == ("01", "1", ""), row
+def test_a_subfolder_is_searched_and_names_the_student(graded):
+    row = graded["rows"][str(Path(JANE) / "submission.ipynb")]
+    assert (row["student"], row["lab"], row["passed"], row["reason"]) == ("Jane Roe", "01", "1", ""), row
+    assert (row["points"], row["max_points"]) == ("10", "10"), row
+    other = graded["rows"][str(Path(JOE) / "submission.ipynb")]
+    assert (other["student"], other["passed"], other["points"]) == ("Joe Bloggs", "0", "0"), other
+
+
+@pytest.mark.course
+def test_every_submission_gets_a_feedback_file_a_student_can_read(graded):
+    feedback = graded["feedback"]
+    mine = [name for name in feedback if not name.startswith(("loops_", "parts_"))]  # the other two runs
+    assert len(mine) == len(graded["rows"]), sorted(feedback)  # one student's files: _2, _3, ...
+    assert feedback["Jane_Roe_lab01.txt"].startswith("loaderlab lab 01: 10 of 10 points ✅")
+    stub = feedback["untouched_lab01.txt"]
+    assert "0 of 10 points ❌" in stub and "❌ check_loop_to_loader: not attempted yet" in stub, stub
+    wrong = feedback["checks_deleted_lab01.txt"]
+    assert "in another order" in wrong and "Hint: notebook 01" in wrong, wrong
+    assert "Why: not a Jupyter notebook" in feedback["doejane_labXX.txt"], sorted(feedback)
+
+
+@pytest.mark.course
+def test_the_summary_counts_each_lab_and_its_most_common_failures(graded):
+    summary = graded["summary"]
+    assert "lab 01, most common failures:" in summary, summary
+    assert "× unfinished stub: check_loop_to_loader says not attempted yet" in summary, summary
 
 
 @pytest.mark.course
@@ -153,6 +231,15 @@ def test_a_subfolder_is_searched(graded):
 def test_a_stub_that_replaces_the_checker_print_or_hooks_is_still_a_stub(graded, name):
     row = graded["rows"][name]
     assert row["passed"] == "0" and row["reason"].startswith("unfinished stub: check_loop_to_loader"), row
+
+
+@pytest.mark.course
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_a_stub_that_patches_what_the_check_code_uses_is_still_a_stub(graded, name):
+    row = graded["rows"][f"patches/{name}.ipynb"]
+    assert row["passed"] == "0", row
+    reason = row["reason"]
+    assert reason.startswith("unfinished stub") or "verdict was not the checker's" in reason, row
 
 
 @pytest.mark.course
@@ -172,12 +259,14 @@ def test_a_corrupt_file_is_a_row_with_its_reason(graded):
     row = graded["rows"]["corrupt.ipynb"]
     assert (row["lab"], row["passed"]) == ("", "0"), row
     assert row["reason"].startswith("not a Jupyter notebook"), row
+    assert graded["rows"][CANVAS]["student"] == "doejane"
 
 
 @pytest.mark.course
 def test_a_two_part_lab_gets_a_grade_per_part_and_lab_overrides_the_metadata(graded):
     row = graded["parts"]
     assert (row["lab"], row["passed"], row["part1"], row["part2"]) == ("05", "0", "1", "0"), row
+    assert (row["points"], row["max_points"]) == ("5", "10"), row
     assert row["reason"].startswith("unfinished stub: check_bucket_batches"), row
 
 
@@ -264,15 +353,29 @@ def test_a_missing_course_kernel_is_one_sentence_and_exit_2(tmp_path, monkeypatc
     "python tools/grade.py submissions/ --csv grades.csv --timeout 120",  # as README.md types it
 ])
 def test_the_documented_command_runs_as_typed(tmp_path, command):
+    """`python` here is the Python the course's .venv was made from, without the course's packages
+    (-S: no site-packages), as an instructor's system Python is: the grader runs itself again
+    with the course's Python."""
     (tmp_path / "tools").symlink_to(ROOT / "tools")  # the course's tools/, from a class folder
     (tmp_path / "submissions").mkdir()
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "submissions" / "blank.ipynb")  # no lab: no kernel
-    argv = [sys.executable, *command.split()[1:]]
+    system = [str(Path(sys.base_prefix) / "bin" / "python3"), "-S"]
+    lacks = subprocess.run([*system, "-c", "import jupyter_client"], capture_output=True)
+    assert lacks.returncode != 0, "the stand-in for a system Python has the notebook tools"
+    argv = [*system, *command.split()[1:]]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as f:
         row = next(csv.DictReader(f))
     assert row["passed"] == "0" and row["reason"].startswith("unknown lab"), row
+
+
+def test_without_a_course_environment_the_grader_says_to_set_up(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grade, "in_course_env", lambda: False)
+    monkeypatch.setattr(grade, "ROOT", tmp_path)  # a course folder without .venv
+    assert grade.main(["submissions/", "--csv", "grades.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "run `make setup`" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_the_course_is_read_once_so_a_submission_cannot_change_it_for_the_next(tmp_path):

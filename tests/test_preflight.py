@@ -182,3 +182,31 @@ def test_ram_from_the_standard_library(monkeypatch):
     assert preflight.check_ram()[0] == "fail"
     monkeypatch.setattr(preflight, "memory", lambda: (8 * 2**30, None))  # macOS: the total only
     assert preflight.check_ram()[:2] == ("ok", "8.0 GB RAM (the free part is not measured here)")
+
+
+def test_a_report_holds_the_machine_and_every_check_and_the_summary_reads_a_folder(monkeypatch, tmp_path,
+                                                                                    capsys):
+    monkeypatch.setattr(preflight, "shm_usage", lambda: Usage(64 * MiB, 0, 64 * MiB, 0.0))  # fails
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    assert preflight.main(["--skip", "lab,loader,torch", "--report", str(reports / "jane.json"),
+                           "--name", "Jane Roe"]) == 1
+    assert preflight.main(["--skip", "lab,loader,torch,shm", "--report", str(reports / "joe.json"),
+                           "--name", "Joe Bloggs"]) == 0
+    (reports / "broken.json").write_text("{")
+    capsys.readouterr()
+    assert preflight.main(["--summarise", str(reports)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    jane = next(line for line in table if line.startswith("Jane Roe"))
+    assert " no " in jane and "shm:" in jane, jane  # not ready, and the fix for the failing check
+    joe = next(line for line in table if line.startswith("Joe Bloggs"))
+    assert " yes " in joe, joe
+    assert any(line.startswith("broken") and "unreadable" in line for line in table), table
+    assert "1 of 3 ready (every check passed after setup)" in table and "1 × shm failed" in table, table
+
+
+def test_summarise_a_missing_folder_and_report_into_a_missing_folder_are_one_line(tmp_path, capsys):
+    assert preflight.main(["--summarise", str(tmp_path / "nope")]) == 2
+    assert preflight.main(["--report", str(tmp_path / "nope" / "r.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("preflight: --") for line in err), err

@@ -3,7 +3,9 @@ the lesson modules the labs import, the package and the setup files, and no answ
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 import zipfile
 
@@ -59,3 +61,73 @@ def test_a_lab_that_mentions_solutions_or_lacks_its_lesson_module_is_refused(tmp
     monkeypatch.setattr(make_student, "ROOT", tmp_path)
     found = make_student.problems(["labs/01_x.ipynb", "loaderlab/__init__.py"])
     assert any("mentions solutions/" in p for p in found) and any("lesson99" in p for p in found), found
+
+
+LINK = re.compile(r"\[[^\]]+\]\(([^)\s]+)\)")
+
+
+@pytest.fixture(scope="module")
+def unzipped(tmp_path_factory):
+    """The student zip unpacked into an empty folder, as a student would."""
+    out = tmp_path_factory.mktemp("zip") / "student.zip"
+    assert make_student.main(["--out", str(out)]) == 0
+    folder = tmp_path_factory.mktemp("student-home")
+    with zipfile.ZipFile(out) as z:
+        z.extractall(folder)
+    return folder / make_student.FOLDER
+
+
+def _markdown(path):
+    if path.suffix == ".md":
+        return path.read_text(encoding="utf-8")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_the_unzipped_course_stands_alone_every_link_resolves(unzipped):
+    broken = []
+    for path in sorted([*unzipped.rglob("*.md"), *unzipped.rglob("*.ipynb")]):
+        for target in LINK.findall(_markdown(path)):
+            file = target.split("#")[0]
+            if not file or "://" in file or file.startswith("mailto:"):
+                continue
+            if not (path.parent / file).exists():
+                broken.append(f"{path.relative_to(unzipped)} -> {target}")
+    assert not broken, "links to files the zip lacks:\n" + "\n".join(broken)
+
+
+def test_the_unzipped_readme_has_no_answers_and_only_learner_commands(unzipped):
+    from test_documented_commands import COMMANDS, documented
+
+    readme = (unzipped / "README.md").read_text(encoding="utf-8")
+    for word in ("solutions/", "instructor.md", "answers.md", "make test", "make student", "make html",
+                 "CONTRIBUTING", "{course_map}", "{troubleshooting}"):
+        assert word not in readme, word
+    assert "| 00 | [start here](notebooks/00_start_here.ipynb)" in readme  # the course map, copied
+    assert "**Workers hang:**" in readme  # README's troubleshooting, copied
+    import test_documented_commands
+
+    saved = test_documented_commands.DOCUMENTS
+    test_documented_commands.DOCUMENTS = ["docs/student/README.md"]
+    try:
+        commands = documented()
+    finally:
+        test_documented_commands.DOCUMENTS = saved
+    untested = [c for c in commands if c not in COMMANDS]
+    assert not untested, f"the student README documents commands no test runs: {untested}"
+
+
+def test_the_unzipped_entry_point_offers_only_the_learner_commands(unzipped):
+    targets = re.findall(r"^([\w-]+):", (unzipped / "Makefile").read_text(), re.M)
+    assert targets == list(make_student.LEARNER_TARGETS), targets
+    shown = subprocess.run([sys.executable, "tools/course.py", "--help"], cwd=unzipped, capture_output=True,
+                           text=True, timeout=60)
+    listed = re.findall(r"^  ([\w-]+)\s", shown.stdout.split("commands:")[1], re.M)
+    assert listed == list(make_student.LEARNER_TARGETS), shown.stdout
+    refused = subprocess.run([sys.executable, "tools/course.py", "test"], cwd=unzipped, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "maintainer's command" in refused.stderr, refused.stderr
+    dry = subprocess.run([sys.executable, "tools/course.py", "lab", "--dry-run"], cwd=unzipped,
+                         capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0 and "lab_server.py" in dry.stdout, dry.stdout + dry.stderr

@@ -223,14 +223,25 @@ def clean(run: Runner) -> int:
     return 0
 
 
+LEARNER_COMMANDS = ("setup", "lab", "preflight", "wheelhouse", "clean")
+
+
+def student_bundle(root: Path = ROOT) -> bool:
+    """True in the students' zip (``make student``): it has no tests/, so only the learner commands
+    are offered."""
+    return not (root / "tests").is_dir()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    student = student_bundle()
+    offered = {k: v for k, v in COMMANDS.items() if k in LEARNER_COMMANDS or not student}
     parser = argparse.ArgumentParser(
         prog="python tools/course.py",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__.split("\n\n")[0],
-        epilog="commands:\n" + "\n".join(f"  {name:<14} {text}" for name, (_, text) in COMMANDS.items()),
+        epilog="commands:\n" + "\n".join(f"  {name:<14} {text}" for name, (_, text) in offered.items()),
     )
-    parser.add_argument("command", choices=COMMANDS, metavar="command")
+    parser.add_argument("command", metavar="command", help="one of the commands below")
     parser.add_argument("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--offline", action="store_true", help="setup/lab: install from wheelhouse/ only")
     parser.add_argument("--check", action="store_true", help="labs: only say whether labs/ is current")
@@ -239,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     run = Runner(args.dry_run)
     command = args.command
+    if command not in offered:
+        why = (" is a maintainer's command: this student copy of the course has no tests/ or solutions/"
+               if command in COMMANDS else f": no such command; choose from {', '.join(offered)}")
+        print(f"course.py {command}{why}", file=sys.stderr)
+        return 2
     level = COMMANDS[command][0]
     python = venv_python()
 

@@ -1,5 +1,8 @@
 """Grade submitted lab notebooks: ``python tools/grade.py SUBMISSIONS... --csv PATH``.
 
+Any Python starts it (``py tools/grade.py ...`` on Windows): without the notebook tools it runs
+itself again with the course's ``.venv`` Python.
+
 The lab is the one named in the notebook's metadata (``"loaderlab": {"lab": "01"}``, written by
 ``tools/make_labs.py``), whatever the file is called; ``--lab NN`` overrides it. A folder means
 every ``*.ipynb`` under it, in subfolders too (an LMS export puts each student in a folder).
@@ -10,21 +13,30 @@ the kernel imports first). Everything copied comes from the files as they were w
 started, so a submission that rewrites the course's files changes nothing for those graded after
 it. One timeout covers the whole submission, counted from the kernel's start. The student's
 cells run first, except those that only call a checker; then each of the lab's official checks,
-taken from ``labs/`` (deleting or editing a check cell changes nothing): the grader writes a new
-copy of the package that no student code has seen, and in one request that runs no IPython hook
-it restores what a student cell may have replaced (``print`` and the other builtins,
-``sys.stdout``, the import machinery, the IPython event hooks), drops every ``loaderlab`` module
-but the lab scaffolding (``loaderlab.labs``), imports the checker afresh from that copy and calls
-it. The verdict is the checker's return value, sent back signed in the kernel's reply to that
-request, not anything printed: a cell that replaces a checker, the checks package, ``print`` or
-a hook cannot turn a stub into a pass. Then the lab's cells after its checks (a cleanup), and
-the kernel's process group is killed: no process it started is left. (Code in the kernel can
-still defeat this on purpose, e.g. by replacing ``__import__`` or from inside the answer the
-checker calls: the grader closes the shortcuts, reading the answers closes the rest.)
+taken from ``labs/`` (deleting or editing a check cell changes nothing). Before the student's
+first cell, the kernel-side code (``tools/grade_kernel.py``) captures everything the checks use
+to compute, encode, sign and return a verdict, and every function, class and module that the
+loaded modules expose (torch and NumPy included); before each check it restores them, imports
+the checker afresh from a copy of the package written after the student's cells ran, calls it,
+and signs its return value with a key that only the captured code holds. The verdict is that
+return value, not anything printed: a cell that replaces a checker, the checks package,
+``print``, a hook, or a standard-library function the check code uses (``json.dumps``,
+``importlib.import_module``, ``hmac.new``...) cannot turn a stub into a pass. Then the lab's
+cells after its checks (a cleanup), and the kernel's process group is killed: no process it
+started is left. (Code can still defeat this on purpose by reaching into the grader's own objects
+— a closure's cells, the garbage collector's object list —, by replacing attributes of classes,
+or from inside the answer the checker calls: the grader closes the shortcuts, reading the
+answers closes the rest.)
 
-The CSV has the columns ``submission,lab,passed,reason,part1,part2`` (the parts: labs with two
-checks, 05 and 10; empty for the others). A notebook that cannot be read, a kernel that dies and
-a timeout are rows with their reason. Each submission's output is capped (``OUTPUT_CAP_BYTES``).
+The CSV has the columns ``student,submission,lab,points,max_points,passed,reason,part1,part2``:
+the student is the submission's first folder under a folder argument (Moodle's folder name
+cleaned), else the name in a Canvas or Blackboard file name, else the file name; ``POINTS``
+per lab, each check an equal share (the parts: labs with two checks, 05 and 10; empty for the
+others). Each submission gets a feedback file a student reads without the course's tools
+(``feedback/<student>_lab<NN>.txt`` beside the CSV, or ``--feedback DIR``: each check's sentence
+and hint), and ``<csv>_summary.txt`` holds the per-lab table and the most common failures. A
+notebook that cannot be read, a kernel that dies and a timeout are rows with their reason. Each
+submission's output is capped (``OUTPUT_CAP_BYTES``).
 Exit status: 0 when every submission was graded, 2 on a usage error (one sentence), 130 when
 interrupted (the CSV holds those graded).
 """
@@ -61,9 +73,11 @@ IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import 
                      re.M)
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+POINTS = 10  # per lab; a lab with two checks gives each half
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
 KERNEL = "loaderlab"
-USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN]"
+HEADER = ["student", "submission", "lab", "points", "max_points", "passed", "reason", "part1", "part2"]
+USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]"
 
 
 class UsageError(Exception):
@@ -81,6 +95,15 @@ class Result:
     passed: bool
     reason: str
     parts: list[bool] = field(default_factory=list)  # one per check, for labs with two
+    student: str = ""
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (check, passed, its sentence)
+
+    @property
+    def points(self) -> float:
+        """Points out of POINTS (each of the lab's checks an equal share; none without a check)."""
+        if not self.checks:
+            return float(POINTS if self.passed else 0)
+        return round(POINTS * sum(ok for _, ok, _ in self.checks) / len(self.checks), 1)
 
 
 @dataclass
@@ -105,9 +128,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = _Parser(prog="python tools/grade.py", description="Grade lab notebooks, each in its own "
                      "kernel with its lab's official checks (the lab from the notebook's metadata).")
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
-    parser.add_argument("--csv", required=True, help="where to write submission,lab,passed,reason,...")
+    parser.add_argument("--csv", required=True, help="where to write student,submission,lab,points,...")
     parser.add_argument("--timeout", default="120", help="seconds each submission may run (default 120)")
     parser.add_argument("--lab", help="grade every submission as this lab (e.g. 03), whatever its metadata")
+    parser.add_argument("--feedback", help="folder for one feedback file per submission "
+                        "(default: feedback/ beside the CSV)")
     args = parser.parse_args(list(argv))
     try:
         args.timeout = float(args.timeout)
@@ -119,6 +144,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--lab {args.lab}: no such lab (two digits, one of "
                          f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})")
     paths: list[Path] = []
+    args.roots = {}  # submission -> the folder argument it was found under (names its student)
     for name in args.submissions:
         path = Path(name)
         if path.is_dir():
@@ -126,6 +152,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             if not found:
                 raise UsageError(f"{name}: the folder holds no .ipynb file")
             paths += found
+            args.roots.update((p, path) for p in found)
         elif not path.is_file():
             raise UsageError(f"{name}: no such file")
         else:
@@ -133,6 +160,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     folder = Path(args.csv).resolve().parent
     if Path(args.csv).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
         raise UsageError(f"--csv {args.csv}: not a file in an existing, writable folder")
+    args.feedback = Path(args.feedback) if args.feedback else folder / "feedback"
+    if args.feedback.exists() and not args.feedback.is_dir():
+        raise UsageError(f"--feedback {args.feedback}: not a folder")
     args.paths = paths
     return args
 
@@ -259,62 +289,20 @@ def _student_cells(nb, closing: list[str]) -> list:
     return cells
 
 
-# Run silently (no IPython hook, no history) before the student's first cell: what a student cell
-# may replace, kept where the checks find it again.
+# Run silently (no IPython hook, no history) before the student's first cell: load the kernel-side
+# code (tools/grade_kernel.py, under a name of its own, outside sys.modules) and keep its ``run``
+# function under a random name; it captures what the checks need before student code can change it.
 PRELUDE = """
-def _loaderlab_keep():
-    import builtins, sys, types
-    from IPython import get_ipython
-    shell = get_ipython()
-    kept = types.ModuleType({name!r})
-    kept.state = dict(
-        shell=shell, builtins=dict(vars(builtins)), stdout=sys.stdout, stderr=sys.stderr,
-        displayhook=sys.displayhook, excepthook=sys.excepthook, meta_path=list(sys.meta_path),
-        path_hooks=list(sys.path_hooks), events={{k: list(v) for k, v in shell.events.callbacks.items()}},
-        user_expressions=type(shell).user_expressions, formatter=shell.display_formatter)
-    sys.modules[{name!r}] = kept
-_loaderlab_keep()
-del _loaderlab_keep
+def _loaderlab_install():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location({module!r}, {path!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    globals()[{entry!r}] = module.capture({key!r})
+_loaderlab_install()
+del _loaderlab_install
 """
-
-# The check: defined silently, called as the request's user expression (after every hook would
-# have run); the verdict comes back in the reply, signed with a key only this source holds.
-CHECK = """
-def {function}():
-    import builtins, contextlib, hashlib, hmac, importlib, io, json, sys
-    state = sys.modules[{kept!r}].state
-    shell = state["shell"]
-    for event, callbacks in shell.events.callbacks.items():
-        callbacks[:] = state["events"].get(event, [])
-    vars(builtins).update(state["builtins"])
-    sys.stdout, sys.stderr = state["stdout"], state["stderr"]
-    sys.displayhook, sys.excepthook = state["displayhook"], state["excepthook"]
-    sys.meta_path[:], sys.path_hooks[:] = state["meta_path"], state["path_hooks"]
-    sys.path_importer_cache.clear()
-    vars(shell).pop("user_expressions", None)
-    type(shell).user_expressions = state["user_expressions"]
-    shell.display_formatter = state["formatter"]
-    sys.path.insert(0, {package!r})
-    for name in [n for n in sys.modules if n.split(".")[0] == "loaderlab"]:
-        if name.split(".")[:2] != ["loaderlab", "labs"]:
-            del sys.modules[name]
-    importlib.invalidate_caches()
-    out, passed, error = io.StringIO(), False, None
-    try:
-        module = importlib.import_module({module!r})
-        if not str(module.__file__).startswith({package!r}):
-            raise ImportError("the checker was not loaded from the grader's copy")
-        check = getattr(module, {check!r})
-        args, kwargs = eval("(lambda *a, **k: (a, k))(" + {args!r} + ")", shell.user_ns)
-        with contextlib.redirect_stdout(out):
-            passed = check(*args, **kwargs) is True
-    except Exception as exc:
-        error = type(exc).__name__ + ": " + " ".join(str(exc).split())[:200]
-    finally:
-        sys.stdout = state["stdout"]
-    text = json.dumps(dict(passed=passed, out=out.getvalue()[-4000:], error=error))
-    return text + "|" + hmac.new({key!r}.encode(), text.encode(), hashlib.sha256).hexdigest()
-"""
+KERNEL_CODE = Path(__file__).resolve().parent / "grade_kernel.py"
 
 
 def _capped_client_class():
@@ -374,6 +362,13 @@ def _silent(client, code: str, expression: str | None, deadline: float) -> dict:
     return run_sync(request)()
 
 
+def _check_reply(content: dict) -> None:
+    """Raise when the grader's own silent request failed in the kernel (before any student cell)."""
+    if content.get("status") != "ok":
+        raise RuntimeError(f"the grader's set-up failed in the kernel: {content.get('ename')}: "
+                           f"{content.get('evalue')}")
+
+
 def _verdict(content: dict, key: str, check: Check) -> None:
     """Fill ``check`` from the reply to its request; a reply not signed with ``key`` is a failure."""
     data = content.get("user_expressions", {}).get("verdict", {})
@@ -406,7 +401,7 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     imports = [m.group(0) for c in official for m in IMPORTS.finditer(c.source)]
     finish = [nbformat.v4.new_code_cell("\n".join(line for line in imports if ".checks" not in line))]
     finish += [nbformat.v4.new_code_cell(source) for source in closing]
-    kept, key = f"_loaderlab_grader_{secrets.token_hex(8)}", secrets.token_hex(32)
+    entry, key = f"_{secrets.token_hex(16)}", secrets.token_hex(32)
     tmp = Path(tempfile.mkdtemp(prefix="loaderlab-grade-"))
     client, where = None, "before the first cell"
     try:
@@ -421,17 +416,20 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
             kernel, tracked = psutil.Process(client.km.provisioner.process.pid), []
             deadline = time.monotonic() + timeout  # from a started kernel: a slow start is not the student's
             try:
-                _silent(client, PRELUDE.format(name=kept), None, deadline)
+                kernel_code = tmp / f"{secrets.token_hex(8)}.py"
+                kernel_code.write_bytes(KERNEL_CODE.read_bytes())
+                prelude = PRELUDE.format(module=f"_{secrets.token_hex(8)}", path=str(kernel_code),
+                                         entry=entry, key=key)
+                _check_reply(_silent(client, prelude, None, deadline))
+                kernel_code.unlink()
                 for index, cell in enumerate(cells):
                     where = f"in cell {cell.metadata['student_cell']}"
                     _run_cell(client, cell, index, deadline, kernel, tracked)
                 for check in checks:
                     where = f"in the lab's check {check.name}"
                     package = str(course.write_package(tmp / f"checks-{secrets.token_hex(8)}"))
-                    function = f"_loaderlab_check_{secrets.token_hex(8)}"
-                    code = CHECK.format(function=function, kept=kept, package=package, module=check.module,
-                                        check=check.name, args=check.args, key=key)
-                    _verdict(_silent(client, code, f"{function}()", deadline), key, check)
+                    call = ", ".join(map(repr, ["check", package, check.module, check.name, check.args]))
+                    _verdict(_silent(client, f"{entry}('restore')", f"{entry}({call})", deadline), key, check)
                     _track(kernel, tracked)
                 for index, cell in enumerate(finish, len(cells)):
                     where = "in the lab's closing cells"
@@ -534,24 +532,128 @@ def grade(path: Path, timeout: float, course: Course, lab: str | None = None) ->
         return Result(str(path), lab, False, f"unknown lab {lab!r}: no labs/{lab}_*.ipynb in this course")
     reason, checks = run_submission(nb, lab_file.name, course, timeout)
     parts = [c.passed for c in checks] if len(checks) > 1 else []
-    return Result(str(path), lab, not reason, " ".join(reason.split()), parts)
+    said = [(c.name, c.passed, _line(c)[1] or (c.error or "gave no verdict")) for c in checks]
+    return Result(str(path), lab, not reason, " ".join(reason.split()), parts, checks=said)
+
+
+# Learning-platform exports: Canvas names files `doejane_12345_67890_lab.ipynb` (LATE_ may follow
+# the name), Blackboard `Lab 01_jdoe_attempt_2026-12-01-10-00-00_lab.ipynb`, Moodle puts each
+# student in a folder `Jane Doe_12345_assignsubmission_file_`.
+CANVAS = re.compile(r"^([A-Za-z][\w-]*?)_(?:LATE_)?\d+_\d+_")
+BLACKBOARD = re.compile(r"_([^_]+)_attempt_\d{4}-\d\d-\d\d")
+MOODLE = re.compile(r"^(.+?)_\d+_assignsubmission_\w*$")
+
+
+def student_of(path: Path, root: Path | None = None) -> str:
+    """The student a submission belongs to: its first folder under ``root`` (an export with one
+    folder per student, Moodle's name cleaned), else the name in a Canvas or Blackboard file name,
+    else the file name without ``.ipynb``."""
+    if root is not None:
+        inside = path.resolve().relative_to(root.resolve()).parts
+        if len(inside) > 1:
+            folder = inside[0]
+            return (MOODLE.match(folder) or re.match(r"(.*)", folder)).group(1)
+    for pattern in (CANVAS, BLACKBOARD):
+        if found := pattern.search(path.name):
+            return found.group(1)
+    return path.stem
+
+
+def feedback(result: Result) -> str:
+    """The text a student reads: lab, points, each check's sentence and hint, or why nothing ran."""
+    mark = PASS if result.passed else FAIL
+    lines = [f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
+             f"submission: {Path(result.submission).name}", ""]
+    for name, ok, sentence in result.checks:
+        lines.append(f"{PASS if ok else FAIL} {name}: {sentence}")
+    if result.reason and not any(result.reason.endswith(s) for _, ok, s in result.checks if not ok):
+        lines += ["", f"Why: {result.reason}"]
+    if not result.passed:
+        lines += ["", "Fix what the first ❌ line says (its hint names the notebook section), run the "
+                  "lab's check cell again until it prints ✅, then hand the notebook in again."]
+    return "\n".join(lines) + "\n"
+
+
+def write_feedback(results: list[Result], folder: Path) -> list[Path]:
+    """Write one feedback file per submission into ``folder`` (``<student>_lab<NN>.txt``; two
+    files of one student for one lab get ``_2``, ``_3``); return their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for result in results:
+        base = re.sub(r"[^\w.-]+", "_", f"{result.student or 'unknown'}_lab{result.lab or 'XX'}").strip("_")
+        target, n = folder / f"{base}.txt", 1
+        while target in written:
+            n += 1
+            target = folder / f"{base}_{n}.txt"
+        target.write_text(feedback(result), encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def common_reason(reason: str) -> str:
+    """A failure reason with its cell numbers and figures taken out, so that alike reasons count
+    together."""
+    return re.sub(r"\d+(\.\d+)?", "N", reason.split(" Hint:")[0])[:140]
 
 
 def summary(results: list[Result]) -> str:
-    """Return the per-lab table: lab, submissions, passed, failed (and a row for all)."""
+    """Return the per-lab table (submissions, passed, failed, mean points) and, per lab, its most
+    common failure reasons."""
+    from collections import Counter
+
     groups = {lab or "?": [r for r in results if r.lab == lab] for lab in sorted({r.lab for r in results})}
-    rows = [("lab", "submissions", "passed", "failed")]
+    rows = [("lab", "submissions", "passed", "failed", "mean points")]
     for lab, mine in [*groups.items(), ("all", results)]:
         passed = sum(r.passed for r in mine)
-        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed)))
-    return "\n".join(f"{a:<5} {b:>11} {c:>7} {d:>7}" for a, b, c, d in rows)
+        mean = sum(r.points for r in mine) / len(mine) if mine else 0.0
+        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed), f"{mean:.1f}"))
+    text = [f"{a:<5} {b:>11} {c:>7} {d:>7} {e:>12}" for a, b, c, d, e in rows]
+    for lab, mine in groups.items():
+        reasons = Counter(common_reason(r.reason) for r in mine if not r.passed)
+        if reasons:
+            text.append(f"lab {lab}, most common failures:")
+            text += [f"  {count} × {reason}" for reason, count in reasons.most_common(3)]
+    return "\n".join(text)
+
+
+def course_python(root: Path | None = None, platform: str = sys.platform) -> Path:
+    """The course environment's Python (.venv/bin/python, or .venv\\Scripts\\python.exe on Windows)."""
+    return (ROOT if root is None else root) / ".venv" / ("Scripts/python.exe" if platform == "win32"
+                                                         else "bin/python")
+
+
+def in_course_env() -> bool:
+    """True when this Python can grade: it has the notebook tools the grader imports."""
+    import importlib.util
+
+    needed = ("jupyter_client", "nbclient", "psutil")
+    return all(importlib.util.find_spec(name) is not None for name in needed)
+
+
+def relaunch(argv: Sequence[str]) -> int:
+    """Run this script again with the course's Python (any Python may start it); return its status,
+    or 2 with one sentence when the course is not set up."""
+    python = course_python()
+    if not python.exists():
+        print(f"tools/grade.py: this Python ({sys.executable}) lacks the notebook tools and the course "
+              f"has no .venv yet: run `make setup` (or `python tools/course.py setup`) in "
+              f"{ROOT.name}/, then grade again", file=sys.stderr)
+        return 2
+    try:
+        return subprocess.call([str(python), str(Path(__file__).resolve()), *argv])
+    except KeyboardInterrupt:
+        return 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Grade the submissions named in ``argv`` (default: the command line); write the CSV; return
-    the exit status."""
+    the exit status. Started by a Python without the notebook tools (the system's), it runs itself
+    again with the course's (``relaunch``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not in_course_env():
+        return relaunch(argv)
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
+        args = parse_args(argv)
         _kernel_name()
     except UsageError as exc:
         print(f"tools/grade.py: {exc}", file=sys.stderr)
@@ -568,17 +670,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             break
         except Exception as exc:  # the grader's own failure on this submission: a row, not a traceback
             result = Result(str(path), "", False, f"could not be graded: {type(exc).__name__}: {exc}"[:300])
+        result.student = student_of(path, args.roots.get(path))
         results.append(result)
         verdict = f"{PASS} passed" if result.passed else f"{FAIL} {result.reason}"
         print(f"{path} (lab {result.lab or '?'}, {time.monotonic() - start:.1f} s): {verdict}", flush=True)
     with open(args.csv, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
-        writer.writerow(["submission", "lab", "passed", "reason", "part1", "part2"])
+        writer.writerow(HEADER)
         for r in results:
             parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
-            writer.writerow([r.submission, r.lab, int(r.passed), r.reason, *parts])
-    print(summary(results))
-    print(f"grades written to {args.csv}")
+            writer.writerow([r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason,
+                             *parts])
+    write_feedback(results, args.feedback)
+    table = summary(results)
+    summary_file = Path(args.csv).with_name(Path(args.csv).stem + "_summary.txt")
+    summary_file.write_text(table + "\n", encoding="utf-8")
+    print(table)
+    print(f"grades written to {args.csv}, the summary to {summary_file.name}, "
+          f"one feedback file per submission to {args.feedback}")
     return status
 
 

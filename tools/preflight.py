@@ -448,15 +448,18 @@ AFTER_SETUP = (
 )
 
 
-def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
+def run(skip: Sequence[str] = (), deep: bool | None = None, report: Path | None = None,
+        name: str = "") -> int:
     """Run the checks of this phase (``deep``: after setup; default: whether the course is
-    installed in this Python) not in ``skip``, print one line each; return the exit status."""
+    installed in this Python) not in ``skip``, print one line each; write them to ``report`` (a
+    JSON file a student sends, see ``write_report``) when given; return the exit status."""
     failed = warned = 0
     start = time.monotonic()
     deep = installed() if deep is None else deep
-    for name in AFTER_SETUP if deep else BEFORE_SETUP:
-        check = CHECKS.get(name)
-        if check is None or name in skip:
+    results: list[tuple[str, str, str, str]] = []
+    for check_name in AFTER_SETUP if deep else BEFORE_SETUP:
+        check = CHECKS.get(check_name)
+        if check is None or check_name in skip:
             continue
         try:
             status, detail, fix = check()
@@ -468,7 +471,9 @@ def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
             )
         failed += status == FAIL
         warned += status == WARN
-        print(f"{MARKS[status]} {name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""), flush=True)
+        results.append((check_name, status, detail, fix if status != OK else ""))
+        print(f"{MARKS[status]} {check_name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""),
+              flush=True)
     if failed:
         verdict = f"{failed} check(s) failed: fix them and run `make preflight` again"
     elif deep:
@@ -479,7 +484,73 @@ def run(skip: Sequence[str] = (), deep: bool | None = None) -> int:
             "`make preflight` also checks torch, the kernel, JupyterLab and a 2-worker epoch"
         )
     print(f"preflight: {verdict} ({warned} warning(s), {time.monotonic() - start:.0f} s)")
+    if report is not None:
+        write_report(report, results, deep, name)
+        print(f"preflight: report written to {report.name}: send this file to your instructor")
     return 1 if failed else 0
+
+
+def write_report(path: Path, results: Sequence[tuple[str, str, str, str]], deep: bool,
+                 name: str = "") -> None:
+    """Write what preflight found as JSON: who, the machine (OS, Python, CPU type, cores, RAM,
+    free disk), the phase (before or after setup) and each check with its status, detail and fix."""
+    import getpass
+
+    total, available = memory()
+    try:
+        user = getpass.getuser()
+    except Exception:  # no user name where the environment has none
+        user = ""
+    data = {
+        "format": "loaderlab-preflight/1",
+        "student": name or user,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "os": f"{platform.system()} {platform.release()}",
+        "platform": sys.platform,
+        "machine": machine()[1],
+        "python": platform.python_version(),
+        "cores": usable_cores(),
+        "ram_total_gb": round(total / GiB, 1) if total else None,
+        "ram_available_gb": round(available / GiB, 1) if available else None,
+        "disk_free_gb": round(shutil.disk_usage(ROOT).free / GiB, 1),
+        "phase": "after setup" if deep else "before setup",
+        "checks": [{"check": c, "status": st, "detail": d, "fix": f} for c, st, d, f in results],
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def summarise(folder: Path) -> str:
+    """One table of the preflight reports in ``folder`` (``*.json``, subfolders too): who is
+    ready, who needs what; then the failing checks counted. A file that is not a report is a row
+    that says so."""
+    rows = [("student", "OS", "Python", "cores", "RAM free", "phase", "ready", "needs")]
+    needs: dict[str, int] = {}
+    ready = 0
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != "loaderlab-preflight/1":
+                raise ValueError("not a preflight report")
+            failing = [c for c in data["checks"] if c["status"] == FAIL]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            rows.append((path.stem, "?", "?", "?", "?", "?", "?", f"unreadable: {exc}"[:60]))
+            continue
+        ok = not failing and data["phase"] == "after setup"
+        ready += ok
+        for check in failing:
+            needs[check["check"]] = needs.get(check["check"], 0) + 1
+        what = "; ".join(f"{c['check']}: {c['fix']}" for c in failing) or (
+            "" if ok else "run `make lab`, then preflight again")
+        free = data.get("ram_available_gb")
+        rows.append((str(data.get("student") or path.stem), str(data.get("os", "?"))[:18],
+                     str(data.get("python", "?")), str(data.get("cores", "?")),
+                     "?" if free is None else f"{free:g} GB", data["phase"], "yes" if ok else "no", what))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+             for row in rows]
+    lines.append(f"{ready} of {len(rows) - 1} ready (every check passed after setup)")
+    lines += [f"{count} × {check} failed" for check, count in sorted(needs.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -487,13 +558,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--skip", default="", help=f"checks to leave out, comma-separated: {','.join(CHECKS)}"
     )
+    parser.add_argument("--report", metavar="FILE", help="also write what it found to FILE (JSON), "
+                        "to send to the instructor")
+    parser.add_argument("--name", default="", help="your name in the report (default: your user name)")
+    parser.add_argument("--summarise", metavar="FOLDER", help="instructors: one table of the reports "
+                        "in FOLDER (who is ready, who needs what); runs no check")
     args = parser.parse_args(argv)
+    if args.summarise:
+        folder = Path(args.summarise)
+        if not folder.is_dir():
+            print(f"preflight: --summarise {args.summarise}: no such folder", file=sys.stderr)
+            return 2
+        print(summarise(folder))
+        return 0
+    report = Path(args.report) if args.report else None
+    if report is not None and (report.is_dir() or not report.resolve().parent.is_dir()):
+        print(f"preflight: --report {args.report}: not a file in an existing folder", file=sys.stderr)
+        return 2
     skip = [name for name in args.skip.split(",") if name]
     unknown = [name for name in skip if name not in CHECKS]
     if unknown:
         print(f"preflight: unknown check {unknown[0]!r}; choose from {', '.join(CHECKS)}", file=sys.stderr)
         return 2
-    return run(skip)
+    return run(skip, report=report, name=args.name)
 
 
 if __name__ == "__main__":
