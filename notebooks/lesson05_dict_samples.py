@@ -13,6 +13,7 @@ class DictTokenDataset(TokenDataset):
 
 
 def pad_dict_collate(batch: list[dict]) -> dict:
-    """Pad dict samples into the dict a model takes (Hugging Face's key names)."""
-    padded, mask, labels = pad_collate([(s["input_ids"], s["label"]) for s in batch])
-    return {"input_ids": padded, "attention_mask": mask, "labels": labels}
+    """Pad dict samples into the dict a Hugging Face model takes (its key names and mask)."""
+    padded, padding_mask, labels = pad_collate([(s["input_ids"], s["label"]) for s in batch])
+    attention_mask = (~padding_mask).long()  # Hugging Face's convention: 1 at real tokens
+    return {"input_ids": padded, "attention_mask": attention_mask, "labels": labels}

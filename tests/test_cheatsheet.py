@@ -17,7 +17,7 @@ from course_code import ROOT, snippet
 from torch.utils.data import ConcatDataset, DataLoader, Dataset, Subset, TensorDataset
 
 from loaderlab.collate import padding_waste
-from loaderlab.data import make_metadata, make_token_sequences
+from loaderlab.data import make_token_sequences
 from loaderlab.distributed import free_port
 from loaderlab.loaders import same_batches
 from loaderlab.sampling import expected_class_fractions
@@ -81,11 +81,11 @@ def test_loader_configs_train_drops_the_tiny_batch_and_val_sees_everything(num_w
     del train, val
 
 
-def test_pad_collate_pads_to_the_batch_maximum_with_a_true_mask():
+def test_pad_collate_pads_to_the_batch_maximum_with_a_padding_mask_true_at_padding():
     batch = [(torch.tensor([5, 6, 7]), 1), (torch.tensor([0]), 0)]
-    padded, mask, labels = snippet("pad_collate").pad_collate(batch)
+    padded, padding_mask, labels = snippet("pad_collate").pad_collate(batch)
     assert padded.tolist() == [[5, 6, 7], [0, 0, 0]]
-    assert mask.tolist() == [[True, True, True], [True, False, False]]
+    assert padding_mask.tolist() == [[False, False, False], [False, True, True]]  # key_padding_mask
     assert labels.tolist() == [1, 0]
 
 
@@ -134,13 +134,6 @@ def test_reproducible_loader_repeats_order_and_worker_randomness_for_the_same_nu
         assert not same_batches(loader(7, 2), loader(7, 3))  # num_workers belongs with the seed
 
 
-def test_cow_safe_storage_returns_the_same_rows_from_one_buffer():
-    rows = make_metadata(n_rows=500, row_chars=40) + ["ünïcode row"]
-    packed = snippet("cow_safe_storage").PackedStrings(rows)
-    assert len(packed) == len(rows) and [packed[i] for i in range(len(rows))] == rows
-    assert packed.buffer.dtype == np.uint8 and packed.offsets.dtype != object
-
-
 @pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
 def test_sharded_iterable_reads_every_item_once(num_workers, no_leaked_workers):
     loader = DataLoader(snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4,
@@ -169,7 +162,9 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
         ddp.train_epochs(data, num_epochs=2, train_step=lambda b: orders.append(b[0].tolist()), batch_size=10)
         assert orders[0] != orders[1] and sorted(orders[0]) == list(range(10))
         labelled = TensorDataset(torch.eye(2)[torch.arange(10) % 2], torch.zeros(10, dtype=torch.long))
-        accuracy = ddp.evaluate(lambda xb: xb, labelled, batch_size=3)  # predicts class i % 2: half right
+        model = torch.nn.Linear(2, 2, bias=False)
+        torch.nn.init.eye_(model.weight)  # logits = x: predicts class i % 2, half right
+        accuracy = ddp.evaluate(model, labelled, batch_size=3)
         assert accuracy == pytest.approx(0.5)
     finally:
         dist.destroy_process_group()

@@ -44,14 +44,14 @@ def _line(capsys) -> str:
 
 
 def loop_collate(batch):
-    # a different correct answer: explicit loop, 0/1 integer mask
+    # a different correct answer: explicit loop, the padding mask filled True then cleared
     width = max(len(tokens) for tokens, _ in batch)
     padded = torch.zeros(len(batch), width, dtype=torch.long)
-    mask = torch.zeros(len(batch), width, dtype=torch.int64)
+    padding_mask = torch.ones(len(batch), width, dtype=torch.bool)
     for row, (tokens, _) in enumerate(batch):
         padded[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
-    return padded, mask, torch.tensor([label for _, label in batch])
+        padding_mask[row, : len(tokens)] = False
+    return padded, padding_mask, torch.tensor([label for _, label in batch])
 
 
 def _parts(batch):
@@ -63,14 +63,14 @@ def fixed_length(batch):
     padded = torch.zeros(len(batch), 16, dtype=torch.long)
     for row, t in enumerate(tokens):
         padded[row, : len(t)] = t
-    return padded, padded != 0, torch.tensor(labels)
+    return padded, padded == 0, torch.tensor(labels)
 
 
 def left_padding(batch):
     tokens, labels = _parts(batch)
     padded = pad_sequence([t.flip(0) for t in tokens], batch_first=True).flip(1)
     lengths = torch.tensor([len(t) for t in tokens])
-    mask = torch.arange(padded.shape[1]).flip(0) < lengths[:, None]
+    mask = torch.arange(padded.shape[1]).flip(0) >= lengths[:, None]
     return padded, mask, torch.tensor(labels)
 
 
@@ -79,7 +79,7 @@ def pad_value(value):
         tokens, labels = _parts(batch)
         padded = pad_sequence(tokens, batch_first=True, padding_value=value)
         lengths = torch.tensor([len(t) for t in tokens])
-        return padded, torch.arange(padded.shape[1]) < lengths[:, None], torch.tensor(labels)
+        return padded, torch.arange(padded.shape[1]) >= lengths[:, None], torch.tensor(labels)
 
     collate.__name__ = f"pad_value_{value}"
     return collate
@@ -92,7 +92,12 @@ def inverted_mask(batch):
 
 def mask_from_values(batch):
     padded, _, labels = pad_collate(batch)
-    return padded, padded != 0, labels
+    return padded, padded == 0, labels
+
+
+def int_mask(batch):
+    padded, mask, labels = pad_collate(batch)
+    return padded, mask.long(), labels
 
 
 def labels_as_list(batch):
@@ -113,7 +118,7 @@ def float_mask(batch):
 def time_major(batch):
     tokens, labels = _parts(batch)
     padded = pad_sequence(tokens)  # batch_first=False: [T, B]
-    return padded, (padded != 0), torch.tensor(labels)
+    return padded, (padded == 0), torch.tensor(labels)
 
 
 def first_length(batch):
@@ -123,7 +128,7 @@ def first_length(batch):
     padded = torch.zeros(len(batch), width, dtype=torch.long)
     for row, t in enumerate(tokens):
         padded[row, : min(width, len(t))] = t[:width]
-    return padded, torch.ones_like(padded, dtype=torch.bool), torch.tensor(labels)
+    return padded, torch.zeros_like(padded, dtype=torch.bool), torch.tensor(labels)
 
 
 def stacks(batch):
@@ -159,11 +164,12 @@ def test_correct_collates_pass(candidate, capsys, no_leaked_workers):
         (left_padding, "left padding"),
         (pad_value(-1), "pad positions hold [-1] instead of 0"),
         (pad_value(1), "pad positions hold [1] instead of 0"),
-        (inverted_mask, "mask is inverted"),
+        (inverted_mask, "padding_mask is inverted: PyTorch's key_padding_mask is True at padding"),
         (mask_from_values, "computed from token values"),
         (labels_as_list, "labels come back as a list"),
         (float_padded, "padded has dtype torch.float32"),
-        (float_mask, "mask has dtype torch.float32"),
+        (float_mask, "padding_mask has dtype torch.float32"),
+        (int_mask, "padding_mask has dtype torch.int64: use torch.bool"),
         (time_major, "i.e. [T, B]: pad with batch_first=True"),
         (first_length, "padded has shape (4, 2), expected (4, 3)"),
         (stacks, "your code raised RuntimeError: stack expects each tensor to be equal size"),
@@ -206,7 +212,7 @@ def test_pad_check_samples_catch_value_masks_and_fixed_widths():
         batch = samples[i : i + 4]
         assert len(batch[0][0]) < max(len(t) for t, _ in batch)  # the longest is never first
         padded, mask, _ = pad_collate(batch)
-        assert not torch.equal(mask, padded != 0)  # a real 0 token in every batch
+        assert not torch.equal(mask, padded == 0)  # a real 0 token in every batch
 
 
 # --------------------------------------------------------------------------- bucket_batches

@@ -57,7 +57,7 @@ def test_the_snippet_is_the_lesson_class_for_numpy():
     lazy = (ROOT / "notebooks" / "lesson07_lazy_rng.py").read_text()
     snippet = (ROOT / "docs" / "snippets" / "worker_seeding.py").read_text()
     for line in ("        seed = info.seed if info is not None else torch.initial_seed()",
-                 "        if seed != self.rng_seed:  # first draw in this worker (a new seed every epoch)",
+                 "        if seed != self.rng_seed:  # first draw in this worker (a new worker, a new seed)",
                  "    def __getstate__(self):  # workers build their own generator: never send one",
                  '        return {**self.__dict__, "rng": None, "rng_seed": None}'):
         assert line in lazy and line in snippet, line

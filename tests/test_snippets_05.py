@@ -21,10 +21,10 @@ def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leak
     samples = make_token_sequences(n=4096, seed=2)
     lengths = [len(tokens) for tokens, _ in samples]
     epochs: dict[int, list] = {0: [], 1: []}
-    for epoch, (ids, mask, labels) in snippet("bucketing").bucketed_epochs(
+    for epoch, (ids, padding_mask, labels) in snippet("bucketing").bucketed_epochs(
             samples, lengths, snippet("pad_collate").pad_collate, num_epochs=2, num_workers=2):
-        assert ids.shape == mask.shape and len(labels) == len(ids) <= 32
-        epochs[epoch].append((ids.shape, int(mask.sum())))
+        assert ids.shape == padding_mask.shape and len(labels) == len(ids) <= 32
+        epochs[epoch].append((ids.shape, int((~padding_mask).sum())))
     for batches in epochs.values():
         assert sum(real for _, real in batches) == sum(lengths)
         padded = sum(shape[0] * shape[1] for shape, _ in batches)

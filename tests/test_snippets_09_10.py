@@ -73,14 +73,17 @@ def test_unpadded_sampler_asks_the_process_group_and_evaluate_counts_each_sample
         assert (sampler.num_replicas, sampler.rank, list(sampler)) == (1, 0, [0, 1, 2, 3, 4])
         x = torch.eye(2)[torch.tensor([0, 1, 0, 1, 0, 1, 0])]      # logits: class = x's hot column
         y = torch.tensor([0, 1, 1, 1, 0, 0, 0])                    # 5 of 7 right
-        assert ddp.evaluate(lambda xb: xb, TensorDataset(x, y), batch_size=3) == pytest.approx(5 / 7)
+        model = torch.nn.Linear(2, 2, bias=False)
+        torch.nn.init.eye_(model.weight)                            # the identity: logits = x
+        assert ddp.evaluate(model, TensorDataset(x, y), batch_size=3) == pytest.approx(5 / 7)
     finally:
         dist.destroy_process_group()
 
 
-def test_notebook_10_shows_the_snippets_unpadded_sampler_in_a_cell():
+def test_notebook_10_shows_the_snippets_unpadded_sampler_and_evaluate_in_cells():
     text = (ROOT / "docs" / "snippets" / "ddp_epochs.py").read_text()
     cls = text[text.index("class UnpaddedDistributedSampler"):text.index("\n\n\ndef evaluate")]
+    evaluate = text[text.index("def evaluate"):].strip()
     notebook = nbformat.read(ROOT / "notebooks" / "10_distributed_sampling.ipynb", as_version=4)
     cells = [c.source for c in notebook.cells]
-    assert cls in cells
+    assert cls in cells and evaluate in cells

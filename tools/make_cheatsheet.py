@@ -28,8 +28,8 @@ PAGE = ROOT / "docs" / "recipes.md"
 SHEET = ROOT / "docs" / "cheatsheet.md"
 ORDER = [
     "first_loader", "loop_to_loader", "drop_last_and_debug_order", "loader_configs",
-    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "cow_safe_storage",
-    "packed_rows", "worker_seeding", "reproducible_loader", "timeouts_and_debugging",
+    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "packed_rows", "worker_seeding",
+    "reproducible_loader", "timeouts_and_debugging",
     "per_process_resources", "epoch_sampler", "balanced_weights", "undersampling", "ddp_epochs",
     "sharded_iterable", "shuffle_buffer", "main_guard", "start_method_preload", "resume_mid_epoch",
     "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader", "loader_limits",
@@ -97,16 +97,19 @@ PITFALLS = [
      "measure samples per second for a few counts, workers kept alive between epochs.",
      "choose_num_workers", ["sweep_num_workers"], "03"),
     ("Sequences of different lengths do not stack",
-     "pad in `collate_fn` to the batch's longest, with a mask from the lengths.",
+     "pad in `collate_fn` to the batch's longest, with a padding mask from the lengths "
+     "(True at padding, as `torch.nn` takes it).",
      "pad_collate", ["pad_collate"], "05"),
     ("Worker memory grows with `num_workers` (copy-on-write)",
-     "keep big tables in a few arrays, not one Python object per row.",
-     "cow_safe_storage", ["PackedStrings"], "06"),
+     "keep big tables in a few tensors (bytes + offsets), not one Python object per row: they stay "
+     "shared under fork, spawn and forkserver (NumPy arrays are copied into spawn workers).",
+     "packed_rows", ["pack_rows", "Captions"], "06"),
     ("Augmentations repeat across workers or epochs",
      "keep a seed, build the generator in the worker from `get_worker_info().seed`; never ship one.",
      "worker_seeding", ["NoisySamples.generator", "NoisySamples.__getstate__"], "07"),
     ("Two runs load different data",
-     "a seeded `generator=`, and the same `num_workers`.",
+     "a `generator=` seeded once (not every epoch; `seed + epoch` to rebuild one epoch), "
+     "and the same `num_workers`.",
      "reproducible_loader", ["reproducible_loader"], "07"),
     ("A worker hangs on a lock, or reads wrong records",
      "open files, clients and locks in the process that uses them, on first use.",

@@ -42,5 +42,5 @@ def bucketed_epochs(dataset, lengths, collate_fn, num_epochs=2, num_workers=2):
     loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn, num_workers=num_workers)
     for epoch in range(num_epochs):
         sampler.set_epoch(epoch)  # new batches every epoch
-        for ids, mask, labels in loader:
-            yield epoch, (ids, mask, labels)
+        for ids, padding_mask, labels in loader:
+            yield epoch, (ids, padding_mask, labels)

@@ -2,7 +2,8 @@
 
 DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats the same
 order. For evaluation it pads shards to equal size (duplicates skew the metric): deal the
-samples without padding instead and sum the counts across ranks. Plain torch. Notebook 10.
+samples without padding instead and sum the counts across ranks, as tensors on the model's
+device (NCCL refuses CPU tensors). Plain torch. Notebook 10.
 """
 
 import torch
@@ -47,10 +48,13 @@ class UnpaddedDistributedSampler(Sampler):
 
 def evaluate(model, val_set, batch_size=256):
     """Accuracy with every validation sample counted exactly once, on any number of ranks."""
+    device = next(model.parameters()).device  # NCCL reduces tensors on the GPU only; gloo, CPU
     val_loader = DataLoader(val_set, batch_size=batch_size, sampler=UnpaddedDistributedSampler(val_set))
-    counts = torch.zeros(2)                      # [hits, samples] on this rank
+    counts = torch.zeros(2, dtype=torch.long, device=device)  # [hits, samples] on this rank
     with torch.no_grad():
         for xb, yb in val_loader:
-            counts += torch.tensor([(model(xb).argmax(1) == yb).sum().item(), len(yb)])
-    dist.all_reduce(counts)                       # sum over ranks
-    return (counts[0] / counts[1]).item()         # every sample counted once
+            xb, yb = xb.to(device), yb.to(device)
+            counts[0] += (model(xb).argmax(1) == yb).sum()
+            counts[1] += len(yb)
+    dist.all_reduce(counts)  # sum over ranks, on the model's device
+    return (counts[0] / counts[1]).item()  # every sample counted once

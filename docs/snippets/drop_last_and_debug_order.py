@@ -2,8 +2,9 @@
 
 Training drops the incomplete last batch (a batch of one breaks BatchNorm in training mode);
 validation keeps it, in order, so every sample counts exactly once. While debugging, a sampler
-with its own seeded generator gives the same batches every run without storage order's
-one-class batches. Notebook 02.
+with its own generator, seeded once, gives the same batches every run without storage order's
+one-class batches (a new order each epoch; re-seeding every epoch would repeat the first).
+Notebook 02.
 """
 
 import torch
@@ -17,6 +18,6 @@ def train_and_val_loaders(train_set, val_set, batch_size=32):
 
 
 def debug_loader(train_set, batch_size=32, seed=0):
-    # a fixed but mixed order while debugging: built anew, it repeats the same batches
+    # a fixed but mixed order while debugging: seeded once, each run repeats the same epochs
     sampler = RandomSampler(train_set, generator=torch.Generator().manual_seed(seed))
     return DataLoader(train_set, batch_size=batch_size, sampler=sampler, drop_last=True)

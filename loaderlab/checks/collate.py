@@ -39,15 +39,16 @@ def pad_check_samples() -> list[tuple[torch.Tensor, int]]:
 
 
 def expected_pad(samples: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The answer key: ``(padded [B, T], mask [B, T], labels [B])``, each row its tokens then 0s,
-    mask True at its first ``L_i`` positions."""
+    """The answer key: ``(padded [B, T], padding_mask [B, T], labels [B])``, each row its tokens then
+    0s, padding_mask True at padding (after its first ``L_i`` positions), as ``key_padding_mask`` of
+    ``nn.MultiheadAttention`` takes it."""
     width = max(len(tokens) for tokens, _ in samples)
     padded = torch.zeros(len(samples), width, dtype=torch.long)
-    mask = torch.zeros(len(samples), width, dtype=torch.bool)
+    padding_mask = torch.ones(len(samples), width, dtype=torch.bool)
     for row, (tokens, _) in enumerate(samples):
         padded[row, :len(tokens)] = tokens
-        mask[row, :len(tokens)] = True
-    return padded, mask, torch.tensor([label for _, label in samples], dtype=torch.long)
+        padding_mask[row, :len(tokens)] = False
+    return padded, padding_mask, torch.tensor([label for _, label in samples], dtype=torch.long)
 
 
 def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str) -> None:
@@ -55,11 +56,12 @@ def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str)
     def wrong(text: str) -> Wrong:
         return Wrong(f"{where} {text} {PAD_HINT}")
 
-    ref_padded, ref_mask, ref_labels = expected_pad(samples)
+    ref_padded, ref_pad_mask, ref_labels = expected_pad(samples)
+    ref_mask = ~ref_pad_mask  # True at real tokens
     width = ref_padded.shape[1]
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         kind = f"a {len(out)}-tuple" if isinstance(out, (tuple, list)) else f"a {type(out).__name__}"
-        raise wrong(f"pad_collate returned {kind}; return three things: (padded, mask, labels).")
+        raise wrong(f"pad_collate returned {kind}; return three things: (padded, padding_mask, labels).")
     padded, mask, labels = out
     if not isinstance(labels, torch.Tensor):
         raise wrong(f"labels come back as a {type(labels).__name__}, not a tensor: return "
@@ -92,22 +94,22 @@ def _diagnose_pad(out: Any, samples: list[tuple[torch.Tensor, int]], where: str)
             raise wrong(f"pad positions hold {values[:3]} instead of 0: use padding_value=0 "
                         f"(token id 0 is reserved for padding).")
         raise wrong("padded does not hold each sequence's tokens at the start of its row followed by 0s.")
-    if not isinstance(mask, torch.Tensor) or mask.shape != ref_mask.shape:
+    if not isinstance(mask, torch.Tensor) or mask.shape != ref_pad_mask.shape:
         shape = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise wrong(f"mask is {shape}, expected a tensor of shape {tuple(ref_mask.shape)} like padded.")
-    if mask.is_floating_point() or mask.is_complex():
-        raise wrong(f"mask has dtype {mask.dtype}: use torch.bool (or 0/1 integers).")
-    if mask.dtype != torch.bool and not bool(((mask == 0) | (mask == 1)).all()):
-        raise wrong("mask holds values other than 0 and 1.")
-    as_bool = mask.bool()
-    if torch.equal(as_bool, ~ref_mask):
-        raise wrong("mask is inverted: it must be True at real tokens and False at padding.")
-    if torch.equal(as_bool, ref_padded != 0) and not torch.equal(as_bool, ref_mask):
-        raise wrong("mask is computed from token values (tokens != 0), but a real token can be 0: "
-                    "build it from the sequence lengths.")
-    if not torch.equal(as_bool, ref_mask):
-        raise wrong(f"mask is wrong at {int((as_bool != ref_mask).sum())} positions: True exactly at "
-                    f"the first L_i positions of row i.")
+        raise wrong(f"padding_mask is {shape}, expected a tensor of shape {tuple(ref_pad_mask.shape)} "
+                    f"like padded.")
+    if mask.dtype != torch.bool:
+        raise wrong(f"padding_mask has dtype {mask.dtype}: use torch.bool, as nn.MultiheadAttention's "
+                    f"key_padding_mask (a float mask is added to the attention scores).")
+    if torch.equal(mask, ref_mask):
+        raise wrong("padding_mask is inverted: PyTorch's key_padding_mask is True at padding and False "
+                    "at real tokens (Hugging Face's attention_mask is the opposite).")
+    if torch.equal(mask, ref_padded == 0) and not torch.equal(mask, ref_pad_mask):
+        raise wrong("padding_mask is computed from token values (tokens == 0), but a real token can be "
+                    "0: build it from the sequence lengths.")
+    if not torch.equal(mask, ref_pad_mask):
+        raise wrong(f"padding_mask is wrong at {int((mask != ref_pad_mask).sum())} positions: True "
+                    f"exactly after the first L_i positions of row i.")
     if not torch.equal(labels, ref_labels):
         raise wrong(f"labels {labels.tolist()} do not match the samples' labels {ref_labels.tolist()} "
                     f"in batch order.")
@@ -131,7 +133,7 @@ def check_pad_collate(pad_collate: Callable[[list], Any]) -> str:
             _diagnose_pad(out, batch, where.format(k=k))
     if not can_fork():
         return "pads, masks and labels every batch exactly (workers not checked: no fork here)"
-    return ("pads to each batch's longest sequence with 0s, mask True exactly at real tokens, "
+    return ("pads to each batch's longest sequence with 0s, padding_mask True exactly at padding, "
             "LongTensor labels, with 0 and 2 workers")
 
 
