@@ -3,7 +3,9 @@ doctor's `see:` lines stored in the notebooks' outputs, in docs/*.md and README.
 notebook section uses JupyterLab's anchor form (the heading text with spaces turned into `-`,
 punctuation and case kept); a link to a heading of a Markdown page uses the site's form (mkdocs'
 Python-Markdown slug); a relative link names a file that exists. tools/links.py does the work
-(run it to list what is broken); the failure lists each broken link with the closest heading."""
+(run it to list what is broken); the failure lists each broken link with the closest heading.
+On the static site the notebook links are rewritten into the site's own ids (tools/site_hooks.py;
+tests/test_site.py checks the built site)."""
 
 from __future__ import annotations
 
@@ -54,3 +56,25 @@ def test_every_link_in_notebooks_outputs_and_docs_resolves():
     found = links.broken()
     assert not found, (f"{len(found)} links do not resolve where they are read "
                        f"(file: (link) why; closest):\n" + "\n".join(found))
+
+
+def test_the_site_rewrites_a_jupyterlab_anchor_into_the_id_it_gives_that_heading():
+    """On the static site mkdocs-jupyter ids a notebook heading by its slug; tools/site_hooks.py
+    rewrites every JupyterLab-form link into it. For every heading of every notebook, the
+    rewritten anchor is the id the site gives that heading."""
+    from mkdocs_jupyter.utils import slugify
+    from site_hooks import on_page_content, site_anchor
+
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for heading in links.headings(links.notebook_markdown(nb)):
+            assert site_anchor(links.notebook_anchor(heading)) == slugify(links.plain(heading)), heading
+
+    class Page:  # what the hook reads of mkdocs' page
+        class file:
+            src_path = "notebooks/12_start_methods.ipynb"
+
+    html = ('<a href="08_hangs_crashes_and_lifecycle.ipynb#4.-Persistent-workers-and-stale-dataset-state">'
+            '<a href="#2.-What-each-worker-receives"><a href="https://example.org/x#Keep-Me">')
+    assert on_page_content(html, Page, None, None) == (
+        '<a href="08_hangs_crashes_and_lifecycle.html#4-persistent-workers-and-stale-dataset-state">'
+        '<a href="#2-what-each-worker-receives"><a href="https://example.org/x#Keep-Me">')

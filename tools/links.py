@@ -6,8 +6,8 @@ Where each link is read decides its anchor form:
 - a link to a notebook section (`NN_name.ipynb#anchor`, from a notebook, a stored output or a
   page of docs/) uses JupyterLab's form: the heading's text as rendered, spaces turned into
   `-`, punctuation and case kept (`#3.-torch's-own-warning,-and-what-extra-workers-cost`). The
-  static site renders notebooks with nbconvert, whose heading ids are the same
-  (nbconvert/filters/strings.py, `_convert_header_id`);
+  static site ids a notebook's headings by their slug instead (mkdocs_jupyter/convert.py,
+  `add_anchor_lower_id`): tools/site_hooks.py rewrites each such link as the site is built;
 - a link to a heading of docs/*.md or README.md uses the site's form: mkdocs renders those pages
   with Python-Markdown's `toc` extension (`markdown.extensions.toc.slugify`: accents dropped,
   punctuation dropped, lower case, runs of spaces and hyphens to one `-`), which is GitHub's form
