@@ -3,7 +3,8 @@
 # without make: `py tools/course.py lab`. `python3 tools/course.py --help` lists the commands.
 #
 # Variables: PYTHON (the Python that creates .venv; 3.11-3.13), OFFLINE=1 (install from
-# wheelhouse/ only), NB=notebooks/03_...ipynb (make execute, make record), CHECK=1 (make labs: only check),
+# wheelhouse/ only), NB=notebooks/03_...ipynb (make execute, make record), CHECK=1 (make labs,
+# make claims: only check),
 # N=3 and LOAD=1 (make soak), TORCH_INDEX=URL or default (where torch comes from, see
 # docs/install.md). `make -n X` shows the course.py line; add --dry-run to it to see its commands.
 PYTHON ?= python3
@@ -13,7 +14,7 @@ N ?= 3
 LOAD ?= 0
 
 .PHONY: setup lab preflight wheelhouse student test check test-spawn test-machines unit notebooks \
-	execute record labs html soak lint clean
+	execute record labs claims html soak lint clean
 
 # .venv with what the notebooks and labs import (requirements.txt), the kernel and JupyterLab's
 # classroom settings; again only when those inputs change. The maintainers' targets below also
@@ -63,6 +64,9 @@ record:
 
 labs:
 	$(COURSE) labs $(if $(filter 1,$(CHECK)),--check)
+
+claims:
+	$(COURSE) claims $(if $(filter 1,$(CHECK)),--check)
 
 html:
 	$(COURSE) html

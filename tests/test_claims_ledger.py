@@ -1,27 +1,30 @@
 """docs/claims.md: one row per claim C1–C21 with a verdict, a measured figure and a link to the
 notebook section that shows the evidence — and that section really mentions the claim. A claim
-with two halves that get two verdicts has a row per half (C20a, C20b)."""
+with two halves that get two verdicts has a row per half (C20a, C20b).
+
+The ledger is generated (#35.3): tools/claims.py copies each claim's verdict and figure from the
+`Verdict Cn: ...` line its notebook prints, as stored; the ledger must be what the tool writes
+now, so re-recording a notebook cannot leave a stale figure in it. Links use JupyterLab's anchor
+form, as every link to a notebook section (tests/test_links.py)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from course_code import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import claims  # noqa: E402
+from links import notebook_anchor  # noqa: E402
 
 LEDGER = ROOT / "docs" / "claims.md"
 VERDICTS = ("holds with a nuance", "holds", "stale", "wrong")
 ROW = re.compile(r"^\|\s*(C\d+[ab]?)\s*\|(.*)\|\s*$", re.M)
 HALVES = {"C20": ["C20a", "C20b"]}  # C20: shuffle has no effect (a); workers replay a stream (b)
 LINK = re.compile(r"\]\(\.\./(notebooks/[^)#]+\.ipynb)#([^)]+)\)")
-
-
-def slug(heading: str) -> str:
-    """GitHub-style anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
 
 
 def sections(notebook: Path) -> dict[str, str]:
@@ -33,10 +36,12 @@ def sections(notebook: Path) -> dict[str, str]:
         for line in source.splitlines():
             match = re.match(r"^#{1,6}\s+(.*)", line) if cell["cell_type"] == "markdown" else None
             if match:
-                current = slug(match.group(1))
+                current = notebook_anchor(match.group(1))
                 result.setdefault(current, "")
             elif current is not None:
                 result[current] += line + "\n"
+        if cell["cell_type"] == "code" and current is not None:  # what the cell printed, too
+            result[current] += claims.output_text(cell)
     return result
 
 
@@ -68,3 +73,29 @@ def test_each_evidence_link_points_to_a_notebook_section_that_mentions_the_claim
             assert anchor in found, f"{cid}: {notebook} has no section #{anchor} (has {sorted(found)[:8]}...)"
             assert re.search(rf"\b{cid}\b", found[anchor]), (
                 f"{cid}: section #{anchor} of {notebook} never mentions {cid}")
+
+
+def test_the_ledger_is_what_the_notebooks_print():
+    written, now = LEDGER.read_text(), claims.ledger()
+    stale = [f"{old}\n  now: {new}" for old, new in zip(written.splitlines(), now.splitlines(), strict=False)
+             if old != new]
+    assert written == now, ("docs/claims.md differs from the notebooks' stored verdict lines: run "
+                            "python tools/claims.py\n" + "\n".join(stale[:5]))
+
+
+def test_every_verdict_is_printed_by_its_notebook():
+    """Each claim's verdict and figure come from a printed `Verdict Cn: <verdict>: ...` line;
+    a row still typed by hand (tools/claims.py PENDING) names the section that should print it."""
+    printed = claims.printed_verdicts()
+    missing = []
+    for cid, _claim, cited in claims.CLAIMS:
+        if cid not in printed:
+            number, section = cited[0]
+            verdict, measured = claims.PENDING[cid]
+            missing.append(f"{cid}: notebook {number} §{section} should print "
+                           f"`Verdict {cid}: {verdict}: {measured[:90]}...`")
+        elif not printed[cid]["measured"] or not re.search(r"\d", printed[cid]["measured"]):
+            missing.append(f"{cid}: {printed[cid]['notebook'].name} prints no figure after its verdict")
+    leftover = sorted(set(claims.PENDING) & set(printed))
+    assert not leftover, f"printed now, remove from tools/claims.py PENDING: {leftover}"
+    assert not missing, f"{len(missing)} claims still typed by hand:\n" + "\n".join(missing)

@@ -64,6 +64,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "execute": ("dev", "re-execute notebooks in place, outputs only (NB=...)"),
     "record": ("dev", "record notebooks on a quiet machine: outputs, run time, peak memory (NB=...)"),
     "labs": ("dev", "regenerate labs/ from solutions/ (--check: only say whether they are current)"),
+    "claims": (None, "rebuild docs/claims.md from the notebooks' printed verdicts (--check: only check)"),
     "html": ("dev", "build the static site under site/"),
     "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
     "lint": ("dev", "ruff over the code, tests, notebooks and solutions"),
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", metavar="command", help="one of the commands below")
     parser.add_argument("-n", "--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--offline", action="store_true", help="setup/lab: install from wheelhouse/ only")
-    parser.add_argument("--check", action="store_true", help="labs: only say whether labs/ is current")
+    parser.add_argument("--check", action="store_true", help="labs, claims: only check they are current")
     parser.add_argument("--runs", type=int, default=3, help="soak: how many runs (default 3)")
     parser.add_argument("--load", action="store_true", help="soak: keep one core busy meanwhile")
     args, extra = parser.parse_known_args(argv)
@@ -262,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return clean(run)
     if command == "student":
         return run([sys.executable, "tools/make_student.py", *extra])
+    if command == "claims":  # standard library only: the notebooks' stored outputs, no kernel
+        return run([python if python.exists() else sys.executable, "tools/claims.py",
+                    *(["--check"] if args.check else []), *extra])
     if command == "preflight":  # no setup: before it, preflight checks what the standard library can
         return run([python if python.exists() else sys.executable, "tools/preflight.py", *extra])
     if level is not None:

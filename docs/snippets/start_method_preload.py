@@ -1,10 +1,12 @@
 """Workers started by forkserver, from a server that imported torch once.
 
 Under forkserver (Python 3.14's default on Linux) each worker is forked from a small server
-process, not from your program. A plain server has imported nothing, so every worker imports
-torch itself, every epoch: about as slow as spawn. set_forkserver_preload makes the server
-import the listed modules once, when it starts; set it before the first loader starts the
-server. The Dataset still travels pickled. Notebook 12, section 4.
+process, not from your program. By default the server preloads only your script's main
+module, and before Python 3.14 not even that (CPython gh-126631); in a notebook there is no
+script: every worker imports torch itself, every epoch, about as slow as spawn.
+set_forkserver_preload makes the server import the listed modules once, when it starts; set it
+before the first loader starts the server. The Dataset still travels pickled. Notebook 12,
+section 4.
 """
 
 import multiprocessing

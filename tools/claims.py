@@ -1,0 +1,223 @@
+# ruff: noqa: E501  (the table holds one claim per line, as the ledger shows it)
+"""Write docs/claims.md, the claims ledger, from the notebooks' stored outputs (#35.3).
+
+Usage: python tools/claims.py            write docs/claims.md
+       python tools/claims.py --check    exit 1 (and say why) when docs/claims.md is not current
+
+Each claim's verdict and measured figure are the notebook's printed verdict line, as stored in
+its outputs: `Verdict Cn: <holds|holds with a nuance|stale|wrong>: <what was measured>` (a line
+that omits the verdict takes it from the notebook's `**Verdict Cn — <verdict>:**` paragraph).
+The first evidence link is the section whose cell printed it (JupyterLab's anchor form, as
+every notebook link); the other sections a claim cites are listed below by notebook number and
+section number. A claim whose notebook prints no verdict line yet keeps a hand-written row in
+PENDING: tests/test_claims_ledger.py fails while any is left, and tests/test_figures.py checks
+every figure of such a row against the notebooks' stored outputs. Re-record a notebook, run this
+tool: the ledger cannot keep a stale figure (the test compares it with what this tool writes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from links import headings, notebook_anchor, output_text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = ROOT / "docs" / "claims.md"
+VERDICTS = ("holds with a nuance", "holds", "stale", "wrong")
+PRINTED = re.compile(r"^Verdict (C\d+[ab]?)\s*[:—–]\s*(.*\S)\s*$", re.M)
+MARKDOWN_VERDICT = re.compile(r"\*\*Verdict (C\d+[ab]?)\s*[—:–-]\s*(holds with a nuance|holds|stale|wrong)")
+
+HEADER = """\
+# Claims ledger
+
+The course began from a popular article on PyTorch's DataLoader. Every factual claim it makes
+(C1–C21, listed in the team's `CLAIMS.md`) is paraphrased below in our words, with the verdict
+that the course *measured* on torch 2.13 (CPU), the figure that decides it, and the notebook
+section where you can rerun the evidence. Verdicts: **holds**, **holds with a nuance**,
+**stale** (true for old torch only) or **wrong**. The verdict and the figure of
+each row are the line its notebook prints (`Verdict Cn: ...`), copied from the stored run by
+`tools/claims.py`; timings move with your hardware, counts do not.
+
+| id | claim (paraphrased) | verdict | measured | evidence |
+|---|---|---|---|---|
+"""
+
+# (id, the claim paraphrased, the sections it cites: (notebook number, section number))
+CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
+    ('C1', 'A hand-written loop shuffles, batches, loads and stacks in one thread, so a costly `__getitem__` leaves the accelerator waiting.',
+     [('01', 4)]),
+    ('C2', 'DataLoader is a scheduler: sampler → dataset → collate_fn → optional workers and prefetching.',
+     [('01', 3)]),
+    ('C3', 'With `drop_last=False` the last batch can be tiny and a batch of 1 breaks BatchNorm; drop it for training, keep it for validation.',
+     [('02', 3)]),
+    ('C4', '`shuffle=True` is a RandomSampler; `sampler=` with `shuffle=True` raises.',
+     [('02', 5)]),
+    ('C5', 'Use `shuffle=False` to debug with fixed batches.',
+     [('02', 6)]),
+    ('C6', '`num_workers` defaults to 0; start near 4; too many workers cost memory and file handles and can slow things.',
+     [('03', 3), ('15', 2)]),
+    ('C7', '`prefetch_factor` (default 2) is batches per worker; raising it smooths jittery reads at a memory cost.',
+     [('03', 4)]),
+    ('C8', '`pin_memory=True` speeds host→GPU copies; pinned memory is hard to get when RAM is tight.',
+     [('03', 6)]),
+    ('C9', 'Inject transforms; return consistent types; `convert("RGB")` avoids grayscale/RGBA shape errors.',
+     [('04', 1)]),
+    ('C10', 'Caching preprocessed tensors roughly doubled throughput.',
+     [('04', 2)]),
+    ('C11', 'Default collate cannot stack variable lengths; pad and mask in `collate_fn`.',
+     [('05', 2)]),
+    ('C12', 'fork shares pages copy-on-write; *writes* copy them per worker; keep dataset data read-only.',
+     [('06', 4)]),
+    ('C13', 'An unexhausted iterator leaves workers alive and can hang at exit; use `for`, or `del it` + `gc.collect()`.',
+     [('08', 3)]),
+    ('C14', '`persistent_workers=True` saves per-epoch start-up, but workers keep stale dataset state.',
+     [('08', 4), ('03', 5)]),
+    ('C15', 'Forked workers inherit the RNG state, so `random`/NumPy augmentations repeat; seed them from `torch.initial_seed()`.',
+     [('07', 2)]),
+    ('C16', 'For reproducibility pass `generator=torch.Generator().manual_seed(seed)` and reset it every epoch.',
+     [('07', 6), ('07', 7)]),
+    ('C17', 'Worker errors surface as "worker exited unexpectedly" with the stack lost; lambdas fail to pickle; shared connections break.',
+     [('08', 2), ('08', 1), ('12', 3)]),
+    ('C18', 'Weights 0.2 / 1.0 with replacement balance a 90/10 set; without replacement `num_samples` cannot exceed the dataset.',
+     [('09', 6)]),
+    ('C19', 'DistributedSampler gives disjoint shards covering the dataset; without `set_epoch` every epoch has the same order.',
+     [('10', 3)]),
+    ('C20a', 'With an IterableDataset `shuffle` has no effect.',
+     [('11', 3)]),
+    ('C20b', 'With an IterableDataset each worker replays the stream unless it shards.',
+     [('11', 2), ('11', 5)]),
+    ('C21', '2 → 8 workers plus `pin_memory` took GPU use from 30 % to 85 %; start from batch 64, 4 workers, pin_memory, drop_last, prefetch 4, persistent workers.',
+     [('03', 7)]),
+]
+
+# claims whose notebook prints no verdict line yet: (verdict, measured), written by hand
+PENDING: dict[str, tuple[str, str]] = {
+    'C3': ('holds with a nuance',
+            '65 samples at 32 → last batch of 1 → `Expected more than 1 value per channel`; only N·H·W = 1 fails: BatchNorm2d on one 32×32 image passes'),
+    'C4': ('holds',
+            '`ValueError: sampler option is mutually exclusive with shuffle`, plus 5 more exclusions shown'),
+    'C5': ('holds with a nuance',
+            'fixed, but in storage order: 4 of 4 batches held one class; a seeded sampler gives fixed *and* mixed batches (2 classes each)'),
+    'C6': ('holds with a nuance',
+            'CPU decode: workers helped up to the idle cores (k workers ≥ 1.3× one), a worker past them gained less than linearly; latency-bound reads: 8 workers ≥ 4× one on 2 cores; torch warns from one worker above the affinity CPU count, on any machine; descriptors run out per *kept tensor* (200 batches > 20 workers)'),
+    'C7': ('holds',
+            '2 workers request exactly 2, 4, 16 batches for factors 1, 2, 8; under 400 ms spikes factor 8 waits ≤ 70 % as long as factor 1 after start-up'),
+    'C8': ('holds with a nuance',
+            'without an accelerator: 1 warning and 0 pinned batches; the copy speed-up needs a GPU (the cell measures it there)'),
+    'C12': ('holds with a nuance',
+            "a *read-only* Python list still cost each worker at least half the list's size, with 2 and 4 workers (refcounts live in the objects); the NumPy array grew < 5 %; an in-place write copied ≥ 3/4 of the written array into each worker"),
+    'C13': ('stale',
+            'no hang at exit: a fresh Python that ends with 4 workers alive (an unexhausted iterator in a global, a persistent loader left mid-epoch) exits by itself within 10 s with status 0 and leaves 0 processes; 2 workers alive after `next(it)`, 0 right after `del it` (no `gc.collect()` needed)'),
+    'C14': ('holds',
+            '2 worker starts for 3 epochs instead of 6; workers saw `dataset.epoch == 0` in all 3 epochs; a spawn start costs ≥ 3× a fork start, and ≥ 5× an epoch with persistent workers'),
+    'C15': ('stale',
+            "since torch 1.9 every worker's `random`, torch and NumPy global generators are seeded per worker and epoch: 0 duplicates in 24 draws each (at least 12 of 24 with the old inherited state); a generator the Dataset holds still repeats (all but worker 0's first 6 of 24 draws), the claim's fix does not touch it, and reseeding it in `worker_init_fn` misses it in a `Subset`: build it in the worker from its seed"),
+    'C16': ('holds with a nuance',
+            'the generator makes two runs identical only for the same `num_workers` > 0: with 0 workers the same seed gave 0 of 12 samples the same global-generator draw, from 2 to 4 workers at most 4 of 12 kept theirs (`num_workers` belongs with the seed); resetting it every epoch made every epoch identical (1 distinct order)'),
+    'C17': ('holds with a nuance',
+            'a `ValueError` raised in a worker arrives with its traceback, file and line included; only a SIGKILLed worker gives "exited unexpectedly"; lambdas fail under spawn/forkserver only, 0 failures under fork; shared resources break under fork two ways: a lock held at fork time blocks the worker until the 2 s timeout, a file opened in `__init__` shares its offset and records come back wrong with no error (47 of 64 in the stored run, at least 1 in 8 asserted; 0 when opened per worker)'),
+    'C18': ('wrong',
+            'expected minority share 35.7 % (the formula); 20 seeded epochs measure within 1 point of it, inverse frequency within 1 point of 50 % (asserted); the error appears only when iteration starts; `num_samples` below the dataset size gives a weighted subsample without repeats, its minority share between the 10 % base rate and 35.7 % and within 1 point of the draw-by-draw prediction (printed, asserted)'),
+    'C19': ('holds with a nuance',
+            '10 samples on 4 ranks: 12 delivered, 2 twice (`drop_last`: 8, 2 missing); without `set_epoch` 1 distinct order in 3 epochs, with it 3'),
+}
+
+
+def notebook(number: str, root: Path = ROOT) -> Path:
+    """The notebook whose file name starts with ``number`` (`01` -> notebooks/01_....ipynb)."""
+    found = sorted((root / "notebooks").glob(f"{number}_*.ipynb"))
+    if len(found) != 1:
+        raise LookupError(f"notebooks/{number}_*.ipynb: {len(found)} notebooks, expected 1")
+    return found[0]
+
+
+def section_heading(path: Path, number: int) -> str:
+    """The heading of section ``number`` of a notebook (`## 3. ...`)."""
+    markdown = "\n\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                           if c["cell_type"] == "markdown")
+    for heading in headings(markdown):
+        if re.match(rf"^{number}\.\s", heading):
+            return heading
+    raise LookupError(f"{path.name} has no section {number}")
+
+
+def link(path: Path, heading: str) -> str:
+    """`[NN §k](../notebooks/NN_name.ipynb#anchor)` for a section heading."""
+    number = re.match(r"^(\d+)\.", heading)
+    label = f"{path.name[:2]} §{number.group(1)}" if number else f"{path.name[:2]}, {heading}"
+    return f"[{label}](../notebooks/{path.name}#{notebook_anchor(heading)})"
+
+
+def printed_verdicts(root: Path = ROOT) -> dict[str, dict]:
+    """{claim id: {verdict, measured, notebook, heading}} from every notebook's stored outputs."""
+    found: dict[str, dict] = {}
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        labels = dict(MARKDOWN_VERDICT.findall(markdown))
+        heading = None
+        for cell in cells:
+            if cell["cell_type"] == "markdown":
+                heading = ([h for h in headings("".join(cell["source"])) if h[:1].isdigit()]
+                           or [heading])[-1]
+                continue
+            for cid, rest in PRINTED.findall(output_text(cell)):
+                verdict = next((v for v in VERDICTS if re.match(rf"{v}\s*[:—–]", rest)), None)
+                measured = re.sub(rf"^{verdict}\s*[:—–]\s*", "", rest) if verdict else rest
+                if cid in found:
+                    raise ValueError(f"{cid} is printed twice: {found[cid]['notebook'].name} and {path.name}")
+                found[cid] = {"verdict": verdict or labels.get(cid), "measured": measured,
+                              "notebook": path, "heading": heading}
+    return found
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def ledger(root: Path = ROOT) -> str:
+    """The text of docs/claims.md, as the notebooks' stored outputs give it now."""
+    printed = printed_verdicts(root)
+    rows = []
+    for cid, claim, cited in CLAIMS:
+        evidence = []
+        if cid in printed:
+            seen = printed[cid]
+            if seen["verdict"] is None:
+                raise ValueError(f"{cid}: {seen['notebook'].name} prints no verdict ({', '.join(VERDICTS)})")
+            verdict, measured = seen["verdict"], seen["measured"]
+            if seen["heading"] is None:
+                raise ValueError(f"{cid}: printed before any numbered section of {seen['notebook'].name}")
+            evidence.append(link(seen["notebook"], seen["heading"]))
+        elif cid in PENDING:
+            verdict, measured = PENDING[cid]
+        else:
+            raise LookupError(f"{cid}: no notebook prints `Verdict {cid}: ...` and PENDING has no row")
+        for number, section in cited:
+            path = notebook(number, root)
+            text = link(path, section_heading(path, section))
+            if text not in evidence:
+                evidence.append(text)
+        rows.append(f"| {cid} | {claim} | {verdict} | {cell(measured)} | {', '.join(evidence)} |")
+    return HEADER + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = ledger()
+    if "--check" in argv:
+        if LEDGER.read_text() != text:
+            print("docs/claims.md is not what the notebooks print: run python tools/claims.py")
+            return 1
+        print("docs/claims.md is current")
+        return 0
+    LEDGER.write_text(text)
+    print(f"wrote {LEDGER.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
