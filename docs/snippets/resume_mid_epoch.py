@@ -28,7 +28,7 @@ class NoisySamples(Dataset):
     def generator(self):
         info = get_worker_info()
         seed = info.seed if info is not None else torch.initial_seed()
-        if seed != self.rng_seed:  # first draw in this worker (a new seed every epoch)
+        if seed != self.rng_seed:  # first draw in this worker (a new worker, a new seed)
             self.rng, self.rng_seed = np.random.default_rng([seed, self.seed]), seed
         return self.rng
 
