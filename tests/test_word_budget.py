@@ -1,6 +1,7 @@
-"""#28's reading budget: at most 1,800 words of markdown per notebook and 25,000 for the course
-(every word of every markdown cell, code spans and examples included: the strictest count), so a
-learner reads a notebook in one sitting. Methodology belongs in docs/how-we-measure.md."""
+"""The reading budget (#28, tightened by #36): at most 1,600 words of markdown and 32 code cells per
+notebook, and 30,000 words for the course (every word of every markdown cell, code spans and
+examples included: the strictest count), so a learner reads a notebook in one sitting.
+Methodology belongs in docs/how-we-measure.md."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 from course_code import ROOT
 
-NOTEBOOK_WORDS, COURSE_WORDS = 1_800, 25_000
+NOTEBOOK_WORDS, NOTEBOOK_CODE_CELLS, COURSE_WORDS = 1_600, 32, 30_000
 
 
 def words(path) -> int:
@@ -22,3 +23,10 @@ def test_every_notebook_and_the_course_stay_within_the_reading_budget():
     assert not over, f"over {NOTEBOOK_WORDS} words of prose: {over}"
     assert sum(counts.values()) <= COURSE_WORDS, f"the course has {sum(counts.values())} words of prose"
     assert len(counts) >= 19
+
+
+def test_every_notebook_has_at_most_32_code_cells():
+    cells = {p.name: sum(c["cell_type"] == "code" for c in json.loads(p.read_text())["cells"])
+             for p in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    over = {name: n for name, n in cells.items() if n > NOTEBOOK_CODE_CELLS}
+    assert not over, f"over {NOTEBOOK_CODE_CELLS} code cells: {over}"
