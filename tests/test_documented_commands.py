@@ -145,6 +145,8 @@ COMMANDS: dict[str, tuple] = {
     "make record NB=notebooks/03_…ipynb": DRY("records a notebook (… stands for its name)"),
     "make labs": DRY("rewrites labs/ (make labs CHECK=1 runs below)"),
     "make labs CHECK=1": RUN(timeout=120),
+    "make claims": VARIANT("python tools/claims.py --check", "it rewrites docs/claims.md; --check compares"),
+    "python tools/links.py": RUN(timeout=120),
     "make wheelhouse PLATFORMS=all PYTHONS=3.11,3.12,3.13": DRY(
         "downloads about 1.2 GB; tests/test_install.py checks its options and (release) resolves a filled one"
     ),
