@@ -1,4 +1,4 @@
-"""Tests of loaderlab.doctor: the probes on the catalogue's loaders (tests/doctor_catalogue.py),
+"""Tests of loaderlab.doctor: the probes on the catalogue's loaders (loaderlab/doctor/catalogue.py),
 the user's objects left byte for byte as they were, speed verdicts measured and only beyond noise,
 torch's warnings as findings, the JSON shape, and the command line's 0/1/2. The catalogue of
 broken and fixed loaders runs through the command line in tests/test_doctor_catalogue.py."""
@@ -43,15 +43,14 @@ from loaderlab.doctor import (
     probe_for,
     section_link,
 )
+from loaderlab.doctor import catalogue as ex
 from loaderlab.doctor.findings import NB
-from loaderlab.doctor.probes import growth_after_start
+from loaderlab.doctor.probes_speed import growth_after_start
 from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, state_of
 from loaderlab.failures import CrashingDataset
 
 NOTEBOOKS = ROOT / "notebooks"
 PER_PROBE_S = 20.0
-sys.path.insert(0, str(ROOT / "tests"))  # spawn workers and the command line import the catalogue by name
-import doctor_catalogue as ex  # noqa: E402
 
 
 def run(factory, **kwargs) -> Report:
@@ -491,10 +490,10 @@ def test_state_of_keeps_small_attributes_only():
 
 def test_cli_exit_status_follows_fail_on(capsys):
     args = ["doctor", "--no-progress", "--time-budget", "5"]
-    assert main([*args, "doctor_catalogue:broken_last_batch_of_one"]) == 0  # a warning < error
+    assert main([*args, "loaderlab.doctor.catalogue:broken_last_batch_of_one"]) == 0  # a warning < error
     assert "batch.last_size_1" in capsys.readouterr().out
-    assert main([*args, "--fail-on", "warning", "doctor_catalogue:broken_last_batch_of_one"]) == 1
-    assert main([*args, "--fail-on", "warning", "doctor_catalogue:fixed_collate"]) == 0
+    assert main([*args, "--fail-on", "warning", "loaderlab.doctor.catalogue:broken_last_batch_of_one"]) == 1
+    assert main([*args, "--fail-on", "warning", "loaderlab.doctor.catalogue:fixed_collate"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -502,10 +501,10 @@ def test_cli_exit_status_follows_fail_on(capsys):
     [
         ("no_such_module_xyz:make", "cannot import module 'no_such_module_xyz'"),
         ("lesson17_loaders", "must look like 'my_module:make_loader'"),
-        ("doctor_catalogue:nothing_here", "has no attribute 'nothing_here'"),
-        ("doctor_catalogue:CATALOGUE", "is a dict, not a DataLoader"),
-        ("doctor_catalogue:set_sampler_epoch", "must be callable with no argument"),
-        ("doctor_catalogue:__doc__", "is a str, not a DataLoader"),
+        ("loaderlab.doctor.catalogue:nothing_here", "has no attribute 'nothing_here'"),
+        ("loaderlab.doctor.catalogue:CATALOGUE", "is a dict, not a DataLoader"),
+        ("loaderlab.doctor.catalogue:set_sampler_epoch", "must be callable with no argument"),
+        ("loaderlab.doctor.catalogue:__doc__", "is a str, not a DataLoader"),
         ("loaderlab.data:workspace", "not a torch.utils.data.DataLoader"),
     ],
 )
@@ -516,14 +515,14 @@ def test_cli_usage_errors_exit_2_with_one_sentence(target, text, capsys):
 
 
 def test_cli_rejects_bad_workers_list(capsys):
-    assert main(["doctor", "--workers", "two", "doctor_catalogue:fixed_collate"]) == 2
+    assert main(["doctor", "--workers", "two", "loaderlab.doctor.catalogue:fixed_collate"]) == 2
     assert "--workers" in capsys.readouterr().err
 
 
 def test_cli_rejects_bad_probes_and_hooks(capsys):
-    assert main(["doctor", "--probes", "nope", "doctor_catalogue:fixed_collate"]) == 2
-    hook = ["--between-epochs", "doctor_catalogue:CATALOGUE"]
-    assert main(["doctor", *hook, "doctor_catalogue:fixed_collate"]) == 2
+    assert main(["doctor", "--probes", "nope", "loaderlab.doctor.catalogue:fixed_collate"]) == 2
+    hook = ["--between-epochs", "loaderlab.doctor.catalogue:CATALOGUE"]
+    assert main(["doctor", *hook, "loaderlab.doctor.catalogue:fixed_collate"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert "--probes must be" in err[0] and "not a function" in err[1]
 

@@ -1,5 +1,5 @@
-"""The doctor's catalogue (tests/doctor_catalogue.py), through the command line as a user types it:
-``python -m loaderlab doctor doctor_catalogue:NAME --fail-on warning`` exits 1 on every broken
+"""The doctor's catalogue (loaderlab/doctor/catalogue.py), through the command line as a user types it:
+``python -m loaderlab doctor loaderlab.doctor.catalogue:NAME --fail-on warning`` exits 1 on every broken
 loader and names its finding, and exits 0 on its fixed counterpart; nothing but the progress bar
 reaches stderr (torch's warnings become findings). One pair, and the text report of another
 loader, run in a fresh interpreter as typed; the others through the same command line's ``main``
@@ -20,10 +20,10 @@ from jsonschema import validate
 
 from loaderlab.cores import usable_cores
 from loaderlab.doctor import FINDINGS, JSON_SHAPE, PROBES
+from loaderlab.doctor import catalogue as cat
 
 TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-import doctor_catalogue as cat  # noqa: E402
+CATALOGUE = "loaderlab.doctor.catalogue"  # the module a user names on the command line
 
 # codes no catalogue loader is about, and the test of tests/test_doctor.py that triggers each
 ELSEWHERE = {
@@ -40,11 +40,11 @@ NEW_IN_V3 = ["broken_weights_per_class", "broken_too_few_workers", "broken_overs
 
 
 def doctor_cli(name: str, options: list[str], as_json: bool = False) -> tuple[int, str, str]:
-    """Run ``python -m loaderlab doctor doctor_catalogue:NAME --fail-on warning OPTIONS`` from tests/."""
-    args = [sys.executable, "-m", "loaderlab", "doctor", f"doctor_catalogue:{name}", "--fail-on", "warning",
+    """Run ``python -m loaderlab doctor loaderlab.doctor.catalogue:NAME --fail-on warning OPTIONS``."""
+    args = [sys.executable, "-m", "loaderlab", "doctor", f"{CATALOGUE}:{name}", "--fail-on", "warning",
             *options, *(["--json"] if as_json else [])]
     env = {k: v for k, v in os.environ.items() if k != "LOADERLAB_TEST_MODE"}  # the bar a user sees
-    done = subprocess.run(args, cwd=TESTS, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(args, cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -53,7 +53,7 @@ def doctor_main(name: str, options: list[str], capfd, as_json: bool = False) -> 
     from loaderlab.doctor.cli import main
 
     capfd.readouterr()
-    args = [f"doctor_catalogue:{name}", "--fail-on", "warning", *options, *(["--json"] if as_json else [])]
+    args = [f"{CATALOGUE}:{name}", "--fail-on", "warning", *options, *(["--json"] if as_json else [])]
     status = main(args)
     out, err = capfd.readouterr()
     return status, out, err

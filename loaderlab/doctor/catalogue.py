@@ -1,5 +1,6 @@
 """The doctor's catalogue: the course's broken loaders, each next to its fix, as functions that
-build them (``python -m loaderlab doctor doctor_catalogue:broken_held_rng`` from this folder).
+build them (``python -m loaderlab doctor loaderlab.doctor.catalogue:broken_held_rng``, from any folder;
+``from loaderlab.doctor.catalogue import CATALOGUE`` in Python).
 
 CATALOGUE maps each broken loader to the finding the doctor must report, its fixed counterpart
 (no warning, no error) and the command-line options both are probed with. The seeding datasets
@@ -27,7 +28,7 @@ from torch.utils.data import (
     get_worker_info,
 )
 
-NOTEBOOKS = str(Path(__file__).resolve().parent.parent / "notebooks")
+NOTEBOOKS = str(Path(__file__).resolve().parents[2] / "notebooks")
 if NOTEBOOKS not in sys.path:  # notebook 07's lesson modules; spawned workers inherit sys.path
     sys.path.insert(0, NOTEBOOKS)
 
@@ -216,7 +217,7 @@ def pad_collate(batch: list) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def record_file(n: int) -> str:
     """A file of n 8-byte records (the number i as text), made once per process."""
-    path = os.path.join(tempfile.gettempdir(), f"doctor_catalogue_records_{n}.bin")
+    path = os.path.join(tempfile.gettempdir(), f"loaderlab_catalogue_records_{n}.bin")
     if not os.path.exists(path):  # written whole, then renamed: a reader never sees half a file
         with open(f"{path}.{os.getpid()}", "wb") as f:
             f.write(b"".join(f"{i:8d}".encode() for i in range(n)))
@@ -551,7 +552,7 @@ def fixed_worker_cache() -> DataLoader:
 
 NO_SPEED = ["--probes", "pickling,collate,coverage,stream,batches,random,persistent,samplers,containers"]
 SPEED = ["--probes", "speed"]
-HOOK = ["--between-epochs", "doctor_catalogue:set_sampler_epoch"]
+HOOK = ["--between-epochs", "loaderlab.doctor.catalogue:set_sampler_epoch"]
 CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both, extra options for the fix)
     "broken_last_batch_of_one": ("batch.last_size_1", "fixed_last_batch_of_one", NO_SPEED, []),
     "broken_too_few_workers": ("speed.more_workers", "fixed_too_few_workers", SPEED, []),
