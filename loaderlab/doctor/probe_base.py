@@ -10,20 +10,45 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import BatchSampler, DataLoader, IterableDataset
 
 from loaderlab.doctor.findings import Finding, finding
 from loaderlab.doctor.workers import (
     identity,
 )
 from loaderlab.loaders import rebuild
+from loaderlab.messages import one_line
 
 MATERIAL_MS = 5.0  # a batch that costs less to make than this gains nothing from more workers
-NO_WORKERS = ("pickling", "collate", "coverage", "batches", "samplers", "containers")  # run on a spent budget
+# the probes that start no worker: they run even once the time budget is spent
+NO_WORKERS = ("pickling", "samples", "collate", "coverage", "batches", "samplers", "containers")
 SPEED_S = 4.0  # the speed probe's timed windows (start-up excluded) take at most this, all passes together
 LARGE = 1.5  # a measured gain or loss this large is a warning; a smaller one is a note
 SCHEDSTAT = "/proc/self/schedstat"  # cpu_ns run_delay_ns timeslices (Linux)
 MAX_DRAWS = 1_000_000  # the coverage probe counts at most this many indices of one epoch
+
+
+def as_index(key: Any) -> int | None:
+    """Return ``key`` as an int when it is one (Python, NumPy or a 0-d integer tensor), else None."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return int(key)
+    if isinstance(key, torch.Tensor) and key.dim() == 0 and not key.is_floating_point():
+        return int(key)
+    return None
+
+
+def hashable(key: Any) -> Any:
+    """Return a hashable stand-in for a sampler's key (ints as ints; lists as tuples)."""
+    index = as_index(key)
+    if index is not None:
+        return index
+    if isinstance(key, (list, tuple)):
+        return tuple(hashable(k) for k in key)
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return repr(key)
 
 
 def samplers_of(loader: DataLoader) -> list[Any]:
@@ -93,6 +118,37 @@ class ProbeBase:
         self.workers_ok = self.batches_ok = True  # False once workers cannot start / batches cannot collate
         self.stream_duplicates = False
         self.startup_s = 0.0  # longest wait seen for a first item from new workers
+        self.bad: set[int] = set()  # indices the samples probe found unreadable (they raise or are None)
+        self.causes: list[str] = []  # errors already reported with their root cause (one finding each)
+        self.key_problem = self._key_problem()
+
+    def _key_problem(self) -> str | None:
+        """Return why the probes cannot fetch ``dataset[i]`` for an int ``i`` (the sampler hands
+        ``__getitem__`` something else: tuples, strings, lists with batch_size=None), else None."""
+        work = self.work
+        if work is None or self.iterable or not self.n:
+            return None
+        custom = work.batch_sampler is not None and type(work.batch_sampler) is not BatchSampler
+        try:
+            first = next(iter(work.batch_sampler if custom else work.sampler), None)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - the user's sampler failing is said, not raised
+            return f"its sampler raises {one_line(exc)}"
+        if custom and isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if first is None or as_index(first) is not None:
+            return None
+        if isinstance(first, list) and work.batch_size is not None:
+            return None  # batches of batches: reported by the coverage probe; dataset[i] still reads
+        return f"the sampler yields {type(first).__name__} keys, not int indices"
+
+    def spread(self, most: int = 16) -> list[int]:
+        """Return up to ``most`` readable indices spread over the dataset (first and last included)."""
+        n = self.n or 0
+        picked = sorted({(j * n) // most for j in range(min(n, most))} | ({n - 1} if n else set()))
+        good = [i for i in picked if i not in self.bad]
+        if len(good) < min(n, most) // 2:  # most of those are unreadable: take readable ones in order
+            good += [i for i in range(n) if i not in self.bad][:most - len(good)]
+        return sorted(set(good))[:most]
 
     def left(self) -> float:
         """Return the seconds left of the time budget."""

@@ -1,19 +1,18 @@
-"""Probes of the data itself: pickling and open handles, one collated batch, large containers."""
+"""Probes of the dataset object itself (nothing fetched): pickling, open files and handles, large
+containers."""
 
 from __future__ import annotations
 
 import io
 import itertools
-import os
 import pickle
-import shutil
 import socket
 import sys
 from typing import Any
 
 import numpy as np
 
-from loaderlab.doctor.probe_base import ProbeBase, fields_of, tensors_in
+from loaderlab.doctor.probe_base import ProbeBase, fields_of
 from loaderlab.messages import one_line
 from loaderlab.units import MB
 
@@ -44,8 +43,22 @@ def _container_mb(value: Any) -> float | None:
     return mb if mb >= 4 else None
 
 
+def open_handle(value: Any) -> str | None:
+    """Return "an open h5py.File (path)" or "an open lmdb.Environment (path)" when ``value`` is one,
+    else None; neither library need be installed (the type's module and name tell)."""
+    kind, module = type(value).__name__, type(value).__module__ or ""
+    try:
+        if module.startswith("h5py") and kind in ("File", "Dataset", "Group") and bool(value.id.valid):
+            return f"an open h5py.{kind} ({getattr(value.file, 'filename', '?')})"
+        if module.startswith("lmdb") and kind == "Environment":
+            return f"an open lmdb.Environment ({value.path()})"
+    except Exception:  # noqa: BLE001 - a closed or odd handle is no finding
+        return None
+    return None
+
+
 class DataProbes(ProbeBase):
-    """pickling, collate, containers."""
+    """pickling, containers."""
 
     # -- pickling and open files (the user's objects, read only) ----------------------------
     def pickling(self) -> None:
@@ -62,16 +75,23 @@ class DataProbes(ProbeBase):
             in_main |= finder.in_main
         self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3),
                                     "failed": sorted(failed)}
-        opened = []
+        opened, handles = [], []
         for name, value in fields_of(loader.dataset):
             if isinstance(value, io.IOBase) and not value.closed:
                 opened.append(f"file {name} ({getattr(value, 'name', '?')})")
             elif isinstance(value, socket.socket) and value.fileno() >= 0:
                 opened.append(f"socket {name}")
+            elif (handle := open_handle(value)) is not None:
+                handles.append(f"{handle} {name}")
+        severity = None if loader.num_workers else "warning"
         if opened:
-            self.add("dataset.open_file", None if loader.num_workers else "warning", names=", ".join(opened))
+            self.add("dataset.open_file", severity, names=", ".join(opened))
+        if handles:
+            self.add("dataset.open_handle", severity, names=", ".join(handles))
+        self.workers_ok = not (failed and loader.num_workers and self.method in ("spawn", "forkserver"))
+        if (opened or handles) and "dataset" in failed:  # one root cause, one finding: the handle
+            self.causes.append(failed.pop("dataset"))
         if failed:
-            self.workers_ok = not (loader.num_workers and self.method in ("spawn", "forkserver"))
             when = "workers started with spawn (macOS, Windows) or forkserver will fail"
             if not self.workers_ok:
                 when = f"this loader starts its workers with {self.method}, so iter(loader) fails"
@@ -80,36 +100,6 @@ class DataProbes(ProbeBase):
                      failed=sorted(failed))
         if in_main:
             self.add("pickle.main_module", names=", ".join(sorted(in_main)), classes=sorted(in_main))
-
-    # -- one batch: can it be collated, and does it fit /dev/shm ------------------------------
-    def collate(self) -> None:
-        loader, ds, bs = self.loader, self.dataset, self.loader.batch_size
-        if self.iterable:
-            samples = list(itertools.islice(iter(ds), min(bs, 16)))
-        else:
-            m = min(self.n, bs, 16)
-            samples = [ds[(j * self.n) // m] for j in range(m)]
-        try:
-            batch = loader.collate_fn(samples)
-        except Exception as exc:
-            shapes = sorted({tuple(t.shape) for s in samples for t in tensors_in(s)[:1]})
-            if len(shapes) < 2:
-                raise
-            self.batches_ok = False
-            self.add("collate.variable_length", count=len(samples), shapes=", ".join(map(str, shapes[:4])),
-                     error=one_line(exc)[:80])
-            return
-        batch_mb = sum(t.nbytes for t in tensors_in(batch)) / MB * bs / max(1, len(samples))
-        workers, prefetch = loader.num_workers, loader.prefetch_factor or 2
-        shm = self.shm_bytes
-        if shm is None and os.path.isdir("/dev/shm"):
-            shm = shutil.disk_usage("/dev/shm").free
-        need_mb = batch_mb * prefetch * workers
-        self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb":
-                                   round(need_mb, 1), "shm_mb": None if shm is None else round(shm / MB, 1)}
-        if shm is not None and workers and need_mb * MB > shm:
-            self.add("memory.shm_too_small", batch_mb=round(batch_mb, 1), workers=workers, prefetch=prefetch,
-                     need_mb=round(need_mb), shm_mb=round(shm / MB))
 
     # -- large Python containers (attributes only, no fetch) ------------------------------------
     def containers(self) -> None:

@@ -12,7 +12,7 @@ from torch.utils.data import BatchSampler
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.data.sampler import WeightedRandomSampler
 
-from loaderlab.doctor.probe_base import MAX_DRAWS, ProbeBase, length_of, samplers_of
+from loaderlab.doctor.probe_base import MAX_DRAWS, ProbeBase, as_index, hashable, length_of, samplers_of
 from loaderlab.doctor.workers import (
     ProbeIterable,
     fingerprint,
@@ -51,6 +51,21 @@ class SamplingProbes(ProbeBase):
             if time.perf_counter() > deadline or count >= 100_000:
                 self.figures["stream"] = {"counted": False, "held_at_least": count}
                 return
+        delivered, per_worker, sizes, run, order = self._epoch(share)
+        if not run.finished:
+            self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
+            return
+        again = None  # the items lost in a second epoch: the same ones, or others?
+        lost = held - delivered
+        if lost and loader.drop_last and self.left() > self.startup_s + share / 2:
+            second = self._epoch(share)
+            if second[3].finished:  # the same items only if the stream came in the same order too
+                again = held - second[0] if second[4] == order else Counter({"another order": 1})
+        self._stream_findings(held, delivered, sizes, per_worker, lost, again)
+
+    def _epoch(self, seconds: float) -> tuple[Counter[str], Counter[int], list[int], Pass, list[str]]:
+        """Run one epoch of the stream with the loader's settings; return the items delivered (by
+        fingerprint), the items per worker, the batch sizes, the timed pass and the order."""
         probe = rebuild(self.work, dataset=ProbeIterable(self.dataset), collate_fn=identity,
                         persistent_workers=False)
         try:
@@ -59,20 +74,19 @@ class SamplingProbes(ProbeBase):
             pass
         delivered: Counter[str] = Counter()
         per_worker: Counter[int] = Counter()  # items each worker delivered (a batch comes from one worker)
-        sizes, run = [], Pass()
-        for batch in timed_batches(probe, run, seconds=share, kill=True):
-            items = batch if loader.batch_size is not None else [batch]
+        sizes, run, order = [], Pass(), []
+        for batch in timed_batches(probe, run, seconds=seconds, kill=True):
+            items = batch if self.loader.batch_size is not None else [batch]
             sizes.append(len(items))
             delivered.update(fp for _, fp in items)
+            order += [fp for _, fp in items]
             per_worker[items[0][0] if items else -1] += len(items)
-        self.started(run.first_batch_s if loader.num_workers and run.batches else 0.0)
-        if not run.finished:
-            self.figures["stream"] = {"counted": False, "delivered_at_least": sum(sizes)}
-            return
-        self._stream_findings(held, delivered, sizes, per_worker)
+        self.started(run.first_batch_s if self.loader.num_workers and run.batches else 0.0)
+        return delivered, per_worker, sizes, run, order
 
     def _stream_findings(self, held: Counter[str], delivered: Counter[str], sizes: list[int],
-                         per_worker: Counter[int]) -> None:
+                         per_worker: Counter[int], lost_items: Counter[str] | None = None,
+                         lost_again: Counter[str] | None = None) -> None:
         loader, size = self.loader, self.loader.batch_size or 1
         n_held, n_delivered = sum(held.values()), sum(delivered.values())
         extra = sum(max(0, c - held[fp]) for fp, c in delivered.items() if fp in held)
@@ -92,13 +106,23 @@ class SamplingProbes(ProbeBase):
             why, severity = "the workers' shards leave them out", None
             advice = ("Keep drop_last=False and shard the stream in blocks of batch_size items (worker k "
                       "takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial.")
+            which = "the same ones every epoch: the stream is read in the same order"
             if loader.drop_last:
                 why = f"drop_last=True drops the partial batch of each of the {workers} worker(s)"
-                if lost < size:  # no more than drop_last loses on a map-style loader
-                    severity = "info"
-                    advice = "Nothing to fix: fewer items than one batch sit out each epoch."
+                severity = "warning"
+                if lost_again is None:
+                    which = "whether the same items are lost every epoch was not measured (time budget)"
+                elif lost_again != lost_items:
+                    which = "different items each epoch, as drop_last loses on a shuffled loader"
+                    if lost / n_held <= 0.05:
+                        severity = "info"
+                        advice = "Nothing to fix: few items sit out, and different ones each epoch."
+                else:
+                    which = "the same items every epoch: they never reach training"
+            self.figures["stream"]["same_lost_every_epoch"] = (None if lost_again is None
+                                                               else lost_again == lost_items)
             self.add("iterable.lost_items", severity, delivered=n_delivered - extra, held=n_held, lost=lost,
-                     why=why, advice=advice)
+                     share=lost / n_held, why=why, which=which, advice=advice)
         elif len(partial) > 1:
             self.add("iterable.partial_batches", count=len(partial), sizes=partial, workers=workers,
                      would_lose=sum(partial))
@@ -120,19 +144,27 @@ class SamplingProbes(ProbeBase):
         seen: set[Any] = set()
         drawn = outside = 0
         deadline = time.perf_counter() + max(0.5, min(2.0, self.left() / 10))
-        complete = True
+        complete, nested = True, None  # nested: the first key that is itself a list (batches of batches)
         for item in source:
             batch = isinstance(item, (list, tuple)) and work.batch_sampler is not None
-            for index in item if batch else [item]:
-                drawn += 1
-                seen.add(index)
-                outside += isinstance(index, int) and not 0 <= index < n
+            for key in item if batch else [item]:
+                if work.batch_size is not None and isinstance(key, list):
+                    nested = nested if nested is not None else key
+                for index in key if isinstance(key, list) and work.batch_size is not None else [key]:
+                    drawn += 1
+                    seen.add(hashable(index))
+                    i = as_index(index)
+                    outside += i is not None and not 0 <= i < n
             if drawn >= MAX_DRAWS or time.perf_counter() > deadline:
                 complete = False
                 break
         self.figures["coverage"] = {"samples": n, "drawn": drawn, "distinct": len(seen),
                                     "share": round(len(seen) / n, 3), "outside": outside,
                                     "whole_epoch": complete}
+        if nested is not None:
+            first = [hashable(k) for k in nested[:4]] + (["..."] if len(nested) > 4 else [])
+            self.add("sampler.yields_batches", kind=type(nested).__name__, first=first,
+                     batch_size=work.batch_size)
         weighted = next((s for s in samplers_of(work) if isinstance(s, WeightedRandomSampler)), None)
         if weighted is None or len(weighted.weights) == n:
             return

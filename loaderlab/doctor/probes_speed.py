@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import time
 from typing import Any
 
@@ -17,9 +16,25 @@ from loaderlab.measure import Pass, WorkerMemorySampler, live_workers, timed_pas
 
 
 def _run_delay() -> float:
-    """Return the seconds this process has spent queued for a CPU core (Linux schedstat)."""
-    with open(SCHEDSTAT) as f:
-        return int(f.read().split()[1]) / 1e9
+    """Return the seconds this process has spent queued for a CPU core (Linux schedstat; 0 elsewhere)."""
+    try:
+        with open(SCHEDSTAT) as f:
+            return int(f.read().split()[1]) / 1e9
+    except OSError:
+        return 0.0
+
+
+def predicted_gain(fetch: dict[str, Any], workers: int, yours: int, cores: int) -> float:
+    """Return the rate ``workers`` should deliver over the rate of ``yours``, from what one fetch
+    costs: each worker makes a sample per fetch time, and all of them together no more than
+    ``cores`` samples per fetch's CPU time (the time queued for a core counts as CPU)."""
+    cpu = (fetch["cpu_ms"] + fetch["queued_ms"]) / 1000
+    each = cpu + fetch["waiting_ms"] / 1000
+
+    def rate(k: int) -> float:
+        return min(max(1, k) / max(each, 1e-9), max(1, cores) / max(cpu, 1e-9)) if k else 1 / max(each, 1e-9)
+
+    return rate(workers) / rate(yours)
 
 
 def stretch_rates(run: Pass, skip: int, stretches: int = 3) -> list[float]:
@@ -73,14 +88,16 @@ class SpeedProbes(ProbeBase):
     def fetch_profile(self, most: int = 16, seconds: float = 1.0) -> dict[str, Any] | None:
         """Return where a sample's fetch time goes, from up to ``most`` fetches in this process:
         CPU time, time queued for a core (Linux's schedstat ``run_delay``: what other jobs cost),
-        and the rest, spent waiting (sleep, disk, network); None without /proc/self/schedstat."""
-        if self.n is None or not os.path.exists(SCHEDSTAT):
+        and the rest, spent waiting (sleep, disk, network); None when no sample can be fetched by index.
+        Without /proc/self/schedstat (not Linux) the time queued counts as waiting."""
+        indices = self.spread(most) if self.n and not self.key_problem and not self.iterable else []
+        if not indices:
             return None
         wall = cpu = queued = 0.0
-        k, deadline = min(self.n, most), time.perf_counter() + seconds
-        for j in range(k):
+        k, deadline = len(indices), time.perf_counter() + seconds
+        for j, index in enumerate(indices):
             t0, c0, q0 = time.perf_counter(), time.process_time(), _run_delay()
-            self.dataset[(j * self.n) // k]
+            self.dataset[index]
             wall, cpu = wall + time.perf_counter() - t0, cpu + time.process_time() - c0
             queued += _run_delay() - q0
             if time.perf_counter() > deadline:
@@ -93,26 +110,38 @@ class SpeedProbes(ProbeBase):
     def speed(self) -> None:
         cores, user = usable_cores(), self.loader.num_workers
         others = self.candidates(cores)
-        if user > cores:  # do the samples compute or wait? (the extra workers can gain only on waits)
-            self.figures.setdefault("speed", {})["fetch"] = self.fetch_profile()
-        window = min(self.left(), SPEED_S) / (1 + len(others))
+        figures = self.figures.setdefault("speed", {})
+        fetch = figures["fetch"] = self.fetch_profile()  # predicts what other counts deliver
+        batch_s = None
+        if fetch is not None:
+            figures["predicted_gain"] = {w: round(predicted_gain(fetch, w, user, cores), 2) for w in others}
+            per_sample = (fetch["cpu_ms"] + fetch["queued_ms"] + fetch["waiting_ms"]) / 1000
+            batch_s = per_sample * (self.loader.batch_size or 1)
         passes: dict[int, Pass] = {}
         growth: dict[int, float] = {}
         memory_at = max([w for w in others if w >= 2] or [user if user >= 2 else -1])
-        for w in [user, *others]:
+        counts = [user, *others]
+        for k, w in enumerate(counts):
             if passes and (self.left() < 0.2 or w and self.left() <= self.startup_s + 0.5):
-                self.figures.setdefault("speed", {})["not_compared"] = f"num_workers={w}: time budget spent"
+                figures["not_compared"] = f"num_workers={w}: time budget spent"
                 break
             context = self.work.multiprocessing_context if w else None  # torch refuses one without workers
             copy = rebuild(self.work, num_workers=w, persistent_workers=False,
                            multiprocessing_context=context)
             # the batches made during start-up wait in the buffer: 6 rounds more are timed
             batches = max(self.max_batches, self._buffered(w) + 6 * max(2, w))
-            passes[w] = self._timed(copy, w, window, batches, growth if w == memory_at else None)
+            # the window: long enough for those batches at the predicted rate, within the budget left
+            share = max(0.2, (self.left() - 0.5 - (len(counts) - k - 1) * self.startup_s) / (len(counts) - k))
+            need = SPEED_S / len(counts)
+            if batch_s is not None:  # the fewest batches a verdict needs: buffer + 3 stretches of 2 rounds
+                gain = predicted_gain(fetch, w, 0, cores)  # type: ignore[arg-type]
+                need = max(need, 1.5 * (self._buffered(w) + 6 * max(1, w)) * batch_s / gain)
+            passes[w] = self._timed(copy, w, min(share, need), batches, growth if w == memory_at else None)
             if w and passes[w].waits_s:
                 self.started(passes[w].waits_s[0])
             if w == user == 0 and not self.workers and self._cheap(passes[0]):
                 break  # a batch this cheap gains nothing from workers: no worker is started
+        figures["startup_s"] = round(self.startup_s, 2)
         self._speed_findings(passes, growth, user, cores)
 
     def _buffered(self, w: int) -> int:
@@ -171,6 +200,10 @@ class SpeedProbes(ProbeBase):
         if len(passes) == 1:
             cheap = f"a batch costs {cost_ms:.1f} ms to make here: workers cannot make it faster"
             figures["verdict"] = cheap if user == 0 and cost_ms < MATERIAL_MS else "nothing to compare"
+            if figures["verdict"] != cheap:  # a candidate that could not be timed: what the profile predicts
+                for other in figures.get("predicted_gain", {}):
+                    self._predicted(other, user, cores, f"not measured: the time budget left no pass at "
+                                    f"num_workers={other}")
             return
         for w in passes:
             if w != user:
@@ -182,18 +215,16 @@ class SpeedProbes(ProbeBase):
         mine, theirs = rates[user], rates[other]
         if not mine or not theirs:
             self.figures["speed"]["verdict"] = "too few batches to tell a difference from noise"
-            if user > cores:  # torch's warning alone, as a note
-                self.add("speed.workers_over_cores", "info", workers=user, cores=cores, rate=mine or 0,
-                         best_rate=theirs or 0, best=other, ratio="?", how="too few batches to measure",
-                         verdict="not measured", advice="Measure with a longer time budget.")
+            self._predicted(other, user, cores, "not measured: too few batches in the time budget")
             return
         fast, slow = (other, user) if theirs > mine else (user, other)
         beyond = bool(stretches[fast] and stretches[slow]) and min(stretches[fast]) > max(stretches[slow])
         ratio = max(mine, theirs) / min(mine, theirs)
         large = beyond and ratio >= LARGE
         window = self.figures["speed"]["window_s"][user]
-        how = (f"medians of {len(stretches[user])} stretches of a {window} s "
-               f"window, start-up excluded" + (", every stretch of the faster one ahead" if beyond else ""))
+        how = (f"measured: {theirs:.0f} against {mine:.0f} samples/s, medians of {len(stretches[user])} "
+               f"stretches of a {window} s window, start-up excluded"
+               + (", every stretch of the faster one ahead" if beyond else ""))
         self.figures["speed"].update(compared=other, speedup=round(theirs / mine, 2), beyond_noise=beyond)
         same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
         if user > cores:
@@ -218,10 +249,50 @@ class SpeedProbes(ProbeBase):
                       "compute.")
             self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,
                      verdict=verdict, advice=advice, **same)
-        elif other > user and theirs > mine:
-            advice = (f"Use num_workers={other} (and measure again with your training step, step_s)." if large
-                      else "Keep yours: the difference is within what a busy machine varies.")
-            self.add("speed.more_workers", None if large else "info", speedup=round(theirs / mine, 1),
-                     advice=advice, **same)
+        elif other > user and theirs > mine and large:
+            advice = f"Use num_workers={other} (and measure again with your training step, step_s)."
+            self.add("speed.more_workers", speedup=round(theirs / mine, 1), advice=advice, **same)
+        elif other > user and not self._predicted(other, user, cores, f"measured {theirs / mine:.2f}x, {how}",
+                                                  mine, theirs) and theirs > mine:
+            advice = "Keep yours: the difference is within what a busy machine varies."
+            self.add("speed.more_workers", "info", speedup=round(theirs / mine, 1), advice=advice, **same)
         elif other < user and theirs > mine and large:
             self.add("speed.workers_slower", speedup=round(theirs / mine, 1), **same)
+
+    def _predicted(self, other: int, user: int, cores: int, measured: str, mine: float | None = None,
+                   theirs: float | None = None) -> bool:
+        """Add the finding that a fetch's profile predicts when no measurement settled it: a loader
+        whose samples wait gains from ``other`` > ``user`` workers; more workers than cores on samples
+        that compute gain nothing. Return True when a finding was added."""
+        fetch = self.figures["speed"].get("fetch")
+        gain = self.figures["speed"].get("predicted_gain", {}).get(other)
+        if fetch is None or gain is None:
+            if user > cores:  # torch's warning alone, as a note
+                self.add("speed.workers_over_cores", "info", workers=user, cores=cores, rate=mine or 0,
+                         best_rate=theirs or 0, best=other, ratio="?", how=measured,
+                         advice="Measure with a longer time budget.",
+                         verdict="not predicted either (no sample could be fetched by index)")
+                return True
+            return False
+        profile = (f"predicted from {fetch['fetches']} fetches here: {fetch['cpu_ms']} ms of CPU and "
+                   f"{fetch['waiting_ms']} ms of waiting per sample; {measured}")
+        per_batch_ms = (fetch["cpu_ms"] + fetch["waiting_ms"]) * (self.loader.batch_size or 1)
+        if other > user and gain >= LARGE and not fetch["computes"] and per_batch_ms >= MATERIAL_MS:
+            self.add("speed.more_workers", best=other, best_rate=(mine or 0) * gain, rate=mine or 0,
+                     workers=user, speedup=round(gain, 1), how=profile,
+                     advice=f"Use num_workers={other}: samples that wait gain from workers even on few cores "
+                     "(measure again with your training step, step_s).")
+            return True
+        if user > cores and other < user:
+            computes = fetch["computes"]
+            startup = self.figures["speed"].get("startup_s") or self.startup_s
+            verdict = (f"samples that compute cannot go faster than {cores} core(s): the {user - other} "
+                       f"extra workers gain nothing and each costs memory and start-up ({startup:.1f} s to "
+                       "the first batch here)" if computes else
+                       "samples that wait gain from workers beyond the cores")
+            self.add("speed.workers_over_cores", None if computes else "info", workers=user, cores=cores,
+                     rate=mine or 0, best_rate=theirs or 0, best=other, ratio=round(1 / gain, 2), how=profile,
+                     verdict=verdict, advice=f"Use num_workers={other}: one worker per core is enough for "
+                     "samples that compute." if computes else "Keep them.")
+            return True
+        return False

@@ -5,27 +5,36 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from torch.utils.data import BatchSampler, SequentialSampler
+
+from loaderlab.cores import usable_cores
 from loaderlab.doctor.probe_base import ProbeBase, common_positions, probe_loader
 from loaderlab.doctor.workers import (
     ProbeDataset,
+    ThreadProbe,
+    busy_threads,
     equal_positions,
     random_part,
     state_of,
 )
 from loaderlab.loaders import stop_workers
+from loaderlab.measure import Pass, timed_batches
 
 
 class WorkerProbes(ProbeBase):
-    """random, persistent."""
+    """random, persistent, threads."""
 
     # -- random draws ------------------------------------------------------------------------
     def random(self) -> None:
-        n, ds, k = self.n, self.dataset, min(12, self.n)
-        indices = sorted({(j * n) // k for j in range(k)})
+        ds, indices = self.dataset, self.spread(12)
         masks = {i: m for i in indices if (m := random_part(ds[i], ds[i])) is not None and m.any()}
         self.figures["random"] = {"indices": len(indices), "random_in_main": len(masks)}
-        if len(masks) * 2 < len(indices):
+        if len(masks) * 2 < len(indices) or len(masks) == 0:
             return  # the samples are (mostly) deterministic: nothing to compare
+        in_order = type(self.loader.sampler) is SequentialSampler and type(self.loader.batch_sampler) in (
+            BatchSampler, type(None))
+        if in_order:
+            self.add("random.eval_transforms", random=len(masks), indices=len(indices))
         doubled, nw = [i for i in masks for _ in range(2)], max(2, self.loader.num_workers)
         wrapped = ProbeDataset(ds)
         # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
@@ -85,7 +94,7 @@ class WorkerProbes(ProbeBase):
             else:
                 self.figures["persistent"] = {"checked": False}
                 return
-        indices = range(min(self.n, 2 * self.loader.num_workers))
+        indices = self.spread(2 * self.loader.num_workers)
         probe = probe_loader(self.work, ProbeDataset(ds, with_state=True), indices)
         try:
             t0 = time.perf_counter()
@@ -105,3 +114,33 @@ class WorkerProbes(ProbeBase):
         if stale:
             self.add("persistent.stale_state", stale=", ".join(stale), rows=len(rows), attributes=stale)
 
+    # -- threads inside each worker ----------------------------------------------------------------
+    def threads(self) -> None:
+        cores, workers = usable_cores(), self.loader.num_workers
+        indices = [i for i in self.spread(8) for _ in range(2)]  # twice: the first fetch may warm caches
+        probe = probe_loader(self.work, ThreadProbe(self.dataset), indices, num_workers=1,
+                             persistent_workers=False)
+        run, rows = Pass(), []
+        for row in timed_batches(probe, run, seconds=max(0.5, min(3.0, self.left() / 4)), kill=True):
+            rows.append(row)
+        self.started(run.first_batch_s)
+        if len(rows) < 4:
+            self.figures["threads"] = {"fetches": len(rows), "verdict": "too few fetches in the time budget"}
+            return
+        ticks = busy_threads(rows[len(rows) // 4][4], rows[-1][4])  # after the first quarter: caches warm
+        rows = rows[len(rows) // 4 + 1:]
+        wall, cpu = sum(r[1] for r in rows), sum(r[2] for r in rows)
+        libs = rows[-1][3]
+        self.figures["threads"] = {"fetches": len(rows), "busy_threads": ticks,
+                                   "cpu_per_wall": round(cpu / wall, 2),
+                                   "libraries": libs, "workers": workers, "cores": cores}
+        if not rows[-1][4]:
+            self.figures["threads"]["verdict"] = "not measured here: no /proc/self/task (Linux only)"
+            return
+        if cores < 2:
+            self.figures["threads"]["verdict"] = "not measured here: 1 usable core"
+            return
+        if ticks >= 2 and workers * ticks > cores:
+            self.add("workers.threads_oversubscribed", threads=ticks, cpu_ms=round(1000 * cpu / len(rows), 1),
+                     wall_ms=round(1000 * wall / len(rows), 1), libs=libs, workers=workers,
+                     busy=workers * ticks, cores=cores)
