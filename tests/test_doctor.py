@@ -754,6 +754,9 @@ def test_located_failures_name_the_index_the_length_and_the_conversion():
     assert "np.asarray" in text["broken_pil_images"]
     assert "sample 3 is None (2 of the 200 fetched)" in text["broken_none_sample"]
     assert text["broken_none_sample"].count("[error]") == 1  # the collate failure is the same root cause
+    # another probe failing on the sample: located in this process (the catalogue's code is the user's)
+    late = doctor(ex.broken_corrupt_sample, probes=["speed"])
+    assert [(f.code, f.figures["index"]) for f in late.findings] == [("sample.raises", 137)]
 
 
 def test_an_open_hdf5_or_lmdb_handle_is_found_by_its_type_without_importing_the_library():

@@ -129,7 +129,10 @@ def own_failure(exc: BaseException) -> bool:
     """Return True when ``exc`` was raised by the doctor's own code (the innermost frame is in
     loaderlab/doctor/), not by the user's dataset, sampler or collate_fn or by torch on their behalf."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and os.path.dirname(os.path.abspath(frames[-1].filename)) == DOCTOR_DIR
+    if not frames:
+        return False
+    path = os.path.abspath(frames[-1].filename)  # the catalogue's datasets are user code, shipped here
+    return os.path.dirname(path) == DOCTOR_DIR and not os.path.basename(path).startswith("catalogue")
 
 
 def _loader_of(loader_or_factory: DataLoader | Callable[[], DataLoader]) -> DataLoader:

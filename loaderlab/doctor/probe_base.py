@@ -3,6 +3,7 @@ helpers that read samples, samplers and attributes."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -147,7 +148,7 @@ class ProbeBase:
         picked = sorted({(j * n) // most for j in range(min(n, most))} | ({n - 1} if n else set()))
         good = [i for i in picked if i not in self.bad]
         if len(good) < min(n, most) // 2:  # most of those are unreadable: take readable ones in order
-            good += [i for i in range(n) if i not in self.bad][:most - len(good)]
+            good += itertools.islice((i for i in range(n) if i not in self.bad), most - len(good))
         return sorted(set(good))[:most]
 
     def left(self) -> float:

@@ -68,7 +68,8 @@ class SampleProbes(ProbeBase):
             return
         n, ds = int(self.n or 0), self.dataset
         first = self.spread()
-        order = itertools.chain(first, (i for i in range(n) if i not in set(first)))
+        spread = set(first)
+        order = itertools.chain(first, (i for i in range(n) if i not in spread))
         deadline = time.perf_counter() + max(0.2, min(1.0, self.left() / 15))
         failed: dict[int, BaseException] = {}
         nones: list[int] = []
@@ -110,9 +111,8 @@ class SampleProbes(ProbeBase):
 
     def _first_index_error(self, n: int, failed: dict[int, BaseException]) -> int:
         """Return the first index that raises IndexError (bisected: indices past the data all do)."""
-        ok = [i for i in range(n) if i not in failed and i < n - 1]
-        lo = max((i for i in ok if i < min(failed)), default=-1)  # readable
-        hi = min(i for i, e in failed.items() if isinstance(e, IndexError) and i > lo)
+        hi = min(i for i, e in failed.items() if isinstance(e, IndexError))
+        lo = -1  # below hi, the bisection finds the first index that raises IndexError
         while hi - lo > 1:
             mid = (lo + hi) // 2
             try:
