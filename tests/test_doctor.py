@@ -22,6 +22,7 @@ from course_code import ROOT
 from jsonschema import Draft202012Validator
 from torch.utils.data import (
     BatchSampler,
+    ConcatDataset,
     DataLoader,
     Dataset,
     IterableDataset,
@@ -644,6 +645,13 @@ class EpochKeys(torch.utils.data.Sampler):
         return ((i, self.epoch) for i in range(self.n))
 
 
+class NoLength(Dataset):
+    """A map-style Dataset without __len__, read through an explicit sampler."""
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([index])
+
+
 def as_list(batch):
     """A custom collate_fn: the samples as they are."""
     return list(batch)
@@ -669,6 +677,9 @@ def legal_loaders():
     yield "tuple-keys", lambda: DataLoader(Keyed(24, "tensor"), batch_size=4, sampler=EpochKeys(24))
     yield "tuple-keys-custom-collate", lambda: DataLoader(Keyed(24, "dict"), batch_size=4,
                                                           sampler=EpochKeys(24), collate_fn=as_list)
+    yield "no-len", lambda: DataLoader(NoLength(), batch_size=4, sampler=list(range(12)))
+    parts = [Keyed(10, "tensor"), Keyed(6, "tensor"), Keyed(0, "tensor")]
+    yield "concat-and-empty", lambda: DataLoader(ConcatDataset(parts), batch_size=4, shuffle=True)
     yield "custom-collate-workers", lambda: DataLoader(Keyed(24, "tuple"), batch_size=4, shuffle=True,
                                                        num_workers=2, collate_fn=as_list)
 

@@ -26,8 +26,11 @@ from loaderlab.messages import one_line
 
 def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
-    parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset)
-             else f"{len(loader.dataset)} samples"]  # type: ignore[arg-type]
+    try:
+        size = f"{len(loader.dataset)} samples"  # type: ignore[arg-type]
+    except TypeError:
+        size = "no __len__"
+    parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset) else size]
     bs = "custom" if type(loader.batch_sampler) not in (BatchSampler, type(None)) else loader.batch_size
     parts += [f"batch_size={bs}", f"num_workers={loader.num_workers}"]
     parts += [f"{k}=True" for k in ("persistent_workers", "drop_last") if getattr(loader, k)]
