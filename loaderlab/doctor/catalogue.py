@@ -23,21 +23,18 @@ from torch.utils.data import (
 )
 
 from loaderlab.doctor.catalogue_datasets import (  # noqa: F401 - re-exported: the catalogue's one import
+    LESSON07,
     Augmented,
     BlockShardedStream,
     Bytes,
     Computed,
     EpochSeen,
     FillsCache,
-    GlobalDraws,
     H5Rows,
-    HeldRng,
     Images,
-    InheritedNumpyState,
     Labelled,
     LazyH5Rows,
     LazyRecords,
-    LazyRng,
     Listed,
     NumpyRows,
     PackedRows,
@@ -56,15 +53,13 @@ from loaderlab.doctor.catalogue_datasets import (  # noqa: F401 - re-exported: t
     Whitened,
     class_weights,
     collate,
-    h5_file,
     inverse_frequency,
+    lesson07,
     make_rows,
     one_thread,
     pad_collate,
     readable_indices,
-    record_file,
     seed_from_worker_id,
-    seed_globals,
     usable_cores,
 )
 
@@ -138,20 +133,21 @@ def fixed_cow_table(rows: int = 150_000) -> DataLoader:
 
 
 def broken_held_rng() -> DataLoader:  # notebook 07: section 1's loader
-    return DataLoader(HeldRng(32), batch_size=4, shuffle=True, num_workers=2)
+    return DataLoader(lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2)
 
 
 def fixed_held_rng() -> DataLoader:  # the one seeding recipe: a seed kept, the generator built in the worker
-    return DataLoader(LazyRng(32), batch_size=4, shuffle=True, num_workers=2)
+    return DataLoader(lesson07("LazyRng")(32), batch_size=4, shuffle=True, num_workers=2)
 
 
 def broken_globals_reseeded_only() -> DataLoader:  # notebook 07: seeds the globals, not the held generator
-    return DataLoader(HeldRng(32), batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_globals)
+    return DataLoader(lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2,
+                      worker_init_fn=lesson07("seed_globals"))
 
 
 def broken_inherited_numpy() -> DataLoader:  # notebook 07: the parent's NumPy state (torch < 1.9)
-    return DataLoader(GlobalDraws(32), batch_size=4, shuffle=True, num_workers=2,
-                      worker_init_fn=InheritedNumpyState())
+    return DataLoader(lesson07("GlobalDraws")(32), batch_size=4, shuffle=True, num_workers=2,
+                      worker_init_fn=lesson07("InheritedNumpyState")())
 
 
 def broken_stale_epoch() -> DataLoader:  # notebook 08: persistent workers keep their copy
@@ -193,12 +189,13 @@ def fixed_collate() -> DataLoader:
 
 
 def broken_seeded_from_worker_id() -> DataLoader:  # notebook 07: the same draws every epoch
-    return DataLoader(HeldRng(32), batch_size=4, shuffle=True, num_workers=2,
+    return DataLoader(lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2,
                       worker_init_fn=seed_from_worker_id)
 
 
 def fixed_global_draws() -> DataLoader:  # torch reseeds the globals; claim C15's fix keeps it so
-    return DataLoader(GlobalDraws(32), batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_globals)
+    return DataLoader(lesson07("GlobalDraws")(32), batch_size=4, shuffle=True, num_workers=2,
+                      worker_init_fn=lesson07("seed_globals"))
 
 
 def fixed_distributed_order() -> DataLoader:  # the same loader: the fix, set_epoch, is in the loop
@@ -353,6 +350,12 @@ def broken_eval_transforms() -> DataLoader:  # notebook 22: the training transfo
 
 def fixed_eval_transforms() -> DataLoader:
     return DataLoader(Augmented(64, train=False), batch_size=8)
+
+
+def __getattr__(name: str):  # notebook 07's seeding datasets, by name, as the other datasets are
+    if name in LESSON07:
+        return lesson07(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 NO_SPEED = ["--probes", "pickling,samples,collate,coverage,stream,batches,random,persistent,samplers,"

@@ -4,6 +4,7 @@ datasets are notebook 07's (notebooks/lesson07_draws.py and lesson07_lazy_rng.py
 again."""
 
 import hashlib
+import importlib
 import os
 import sys
 import tempfile
@@ -25,8 +26,25 @@ NOTEBOOKS = str(Path(__file__).resolve().parents[2] / "notebooks")
 if NOTEBOOKS not in sys.path:  # notebook 07's lesson modules; spawned workers inherit sys.path
     sys.path.insert(0, NOTEBOOKS)
 
-from lesson07_draws import GlobalDraws, HeldRng, InheritedNumpyState, seed_globals  # noqa: E402, F401
-from lesson07_lazy_rng import LazyRng  # noqa: E402, F401
+LESSON07 = {"GlobalDraws": "lesson07_draws", "HeldRng": "lesson07_draws", "seed_globals": "lesson07_draws",
+            "InheritedNumpyState": "lesson07_draws", "LazyRng": "lesson07_lazy_rng"}
+
+
+def lesson07(name: str):
+    """Return one of notebook 07's seeding datasets or functions (imported from its lesson module,
+    not written again); an ImportError that says where they are when the notebooks are not here."""
+    try:
+        return getattr(importlib.import_module(LESSON07[name]), name)
+    except ModuleNotFoundError as exc:
+        raise ImportError(f"{name} is notebook 07's (notebooks/{LESSON07[name]}.py): run from a copy of the "
+                          "course that has its notebooks/ folder") from exc
+
+
+def __getattr__(name: str):
+    if name in LESSON07:
+        return lesson07(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 from loaderlab.cores import usable_cores  # noqa: E402, F401 - re-exported to the catalogue
 
