@@ -40,7 +40,7 @@ NEW_IN_V3 = ["broken_weights_per_class", "broken_too_few_workers", "broken_overs
              "broken_stream_batch_of_1", "broken_stream_length", "broken_read_only_array"]
 NEW_IN_V4 = ["broken_corrupt_sample", "broken_none_sample", "broken_len_too_long", "broken_pil_images",
              "broken_float64_rows", "broken_batches_of_batches", "broken_threads_in_workers",
-             "broken_eval_transforms"]  # and broken_hdf5_handle where h5py is installed
+             "broken_eval_transforms", "broken_sequential_drop_last"]  # + broken_hdf5_handle (h5py)
 NAMED = {  # what the broken loader's report must say: the index, __len__, the conversion
     "broken_corrupt_sample": "sample 137 raises OSError", "broken_none_sample": "sample 3 is None",
     "broken_len_too_long": "__len__ says 64 but indices 50 to 63", "broken_pil_images": "PILToTensor()",

@@ -275,6 +275,14 @@ def fixed_worker_cache() -> DataLoader:
     return DataLoader(FillsCache(64, keep=False), batch_size=1, num_workers=2)
 
 
+def broken_sequential_drop_last() -> DataLoader:  # notebook 02: the same 7 of 103 samples left out
+    return DataLoader(Samples(103), batch_size=16, drop_last=True)
+
+
+def fixed_sequential_drop_last() -> DataLoader:  # shuffled: a different remainder each epoch
+    return DataLoader(Samples(103), batch_size=16, shuffle=True, drop_last=True)
+
+
 def broken_corrupt_sample() -> DataLoader:  # notebook 21: one truncated file among 200
     return DataLoader(Photos(200, unreadable=(137,)), batch_size=8, shuffle=True)
 
@@ -388,6 +396,7 @@ CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both
     "broken_open_file": ("dataset.open_file", "fixed_open_file", NO_SPEED, []),
     "broken_shm": ("memory.shm_too_small", "fixed_shm", [*NO_SPEED, "--shm-mb", "32"], []),
     "broken_lambda_collate": ("pickle.fails", "fixed_collate", NO_SPEED, []),
+    "broken_sequential_drop_last": ("batch.dropped_every_epoch", "fixed_sequential_drop_last", NO_SPEED, []),
     "broken_corrupt_sample": ("sample.raises", "fixed_corrupt_sample", NO_SPEED, []),
     "broken_none_sample": ("sample.none", "fixed_none_sample", NO_SPEED, []),
     "broken_len_too_long": ("dataset.len_too_long", "fixed_len_too_long", NO_SPEED, []),

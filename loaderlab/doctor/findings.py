@@ -103,6 +103,10 @@ FINDINGS: dict[str, Spec] = {
         "epoch: BatchNorm raises 'Expected more than 1 value per channel when training' on it.",
         "Shuffled training loader: drop_last=True (a different sample sits out each epoch); keep "
         "drop_last=False for validation."),
+    "batch.dropped_every_epoch": Spec(
+        "warning", "batches", "drop_last=True without shuffling drops the same {dropped} of the {samples} "
+        "samples ({share:.0%}) every epoch: samples {first} to {last} never reach training.",
+        "shuffle=True (then a different remainder sits out each epoch), or drop_last=False."),
     "iterable.duplicates": Spec(
         "error", "stream", "one epoch delivered {delivered} items for the {held} the stream holds: {extra} "
         "arrived more than once (each of the {workers} workers read the whole stream).",

@@ -40,6 +40,7 @@ SEE: dict[str, tuple[tuple[str, str], ...]] = {
     "collate.variable_length": (("05", "pad_collate"),),
     "memory.shm_too_small": (("15", "/dev/shm"),),
     "batch.last_size_1": (("02", "Fix: `drop_last=True`"),),
+    "batch.dropped_every_epoch": (("02", "Fix: `drop_last=True`"),),
     "iterable.duplicates": (("11", "Shard the stream per worker"),),
     "iterable.lost_items": (("11", "partial batch"),),
     "iterable.partial_batches": (("11", "partial batch"),),

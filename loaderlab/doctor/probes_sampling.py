@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 import torch
-from torch.utils.data import BatchSampler
+from torch.utils.data import BatchSampler, SequentialSampler
 from torch.utils.data.distributed import DistributedSampler
 from torch.utils.data.sampler import WeightedRandomSampler
 
@@ -40,6 +40,11 @@ class SamplingProbes(ProbeBase):
         self.figures["batches"] = {"batches": total, "samples": n, "batch_size": size, "batches_of_1": ones}
         if ones:
             self.add("batch.last_size_1", samples=n, batch_size=size)
+        dropped = n % size if type(bs) is BatchSampler and bs.drop_last and size else 0
+        if dropped and type(bs.sampler) is SequentialSampler:  # the same ones every epoch
+            self.figures["batches"]["dropped_every_epoch"] = dropped
+            self.add("batch.dropped_every_epoch", dropped=dropped, samples=n, share=dropped / n,
+                     first=n - dropped, last=n - 1)
 
     # -- streams: items an epoch delivers against items the stream holds ------------------------
     def stream(self) -> None:
