@@ -1,4 +1,4 @@
-"""Tests of loaderlab.doctor: the probes on the catalogue's loaders (tests/doctor_catalogue.py),
+"""Tests of loaderlab.doctor: the probes on the catalogue's loaders (loaderlab/doctor/catalogue.py),
 the user's objects left byte for byte as they were, speed verdicts measured and only beyond noise,
 torch's warnings as findings, the JSON shape, and the command line's 0/1/2. The catalogue of
 broken and fixed loaders runs through the command line in tests/test_doctor_catalogue.py."""
@@ -21,8 +21,11 @@ import torch
 from course_code import ROOT
 from jsonschema import Draft202012Validator
 from torch.utils.data import (
+    BatchSampler,
+    ConcatDataset,
     DataLoader,
     Dataset,
+    IterableDataset,
     RandomSampler,
     SubsetRandomSampler,
     WeightedRandomSampler,
@@ -40,18 +43,17 @@ from loaderlab.doctor import (
     Report,
     anchor,
     doctor,
+    links,
     probe_for,
     section_link,
 )
-from loaderlab.doctor.findings import NB
-from loaderlab.doctor.probes import growth_after_start
+from loaderlab.doctor import catalogue as ex
+from loaderlab.doctor.probes_speed import growth_after_start
 from loaderlab.doctor.workers import equal_positions, fingerprint, random_part, state_of
 from loaderlab.failures import CrashingDataset
 
 NOTEBOOKS = ROOT / "notebooks"
 PER_PROBE_S = 20.0
-sys.path.insert(0, str(ROOT / "tests"))  # spawn workers and the command line import the catalogue by name
-import doctor_catalogue as ex  # noqa: E402
 
 
 def run(factory, **kwargs) -> Report:
@@ -299,7 +301,7 @@ def test_only_the_random_values_are_compared_not_the_worker_id_column(no_leaked_
 
 @pytest.mark.course
 def test_persistent_workers_keep_their_generators_so_epochs_do_not_repeat(no_leaked_workers):
-    loader = DataLoader(ex.LazyRng(16), batch_size=4, num_workers=2, persistent_workers=True)
+    loader = DataLoader(ex.LazyRng(16), batch_size=4, shuffle=True, num_workers=2, persistent_workers=True)
     report = run(loader, probes=["random", "persistent"])
     assert report.codes("warning") == [] and "compared_across_epochs" not in report.figures["random"]
 
@@ -340,15 +342,15 @@ def test_a_lambda_under_spawn_is_an_error_and_no_worker_is_started(no_leaked_wor
     report = run(loader)
     assert [(f.severity, f.code) for f in report.at_least("warning")] == [("error", "pickle.fails")]
     cannot = {k for k, why in report.probes_skipped.items() if why == "workers cannot start"}
-    assert cannot == {"random", "speed"}
+    assert cannot == {"random", "threads", "speed"}
     assert report.probes["pickling"]["ran"] and report.probes["pickling"]["seconds"] >= 0
 
 
 def test_an_open_file_without_workers_is_a_warning_and_the_copy_probes_say_why_they_skip():
     loader = DataLoader(ex.Records(16), batch_size=4)
     report = doctor(loader, probes=["pickling", "collate", "random"])
-    assert [(f.severity, f.code) for f in report.findings] == [("warning", "dataset.open_file"),
-                                                                ("warning", "pickle.fails")]
+    # one root cause, one finding: the open file (it is also why the dataset cannot be pickled)
+    assert [(f.severity, f.code) for f in report.findings] == [("warning", "dataset.open_file")]
     assert set(report.probes_skipped) == {"collate", "random"}
     assert "cannot be copied" in report.probes_skipped["random"]
 
@@ -365,11 +367,24 @@ def test_a_class_defined_in_main_is_a_spawn_warning(monkeypatch):
     assert report.findings[0].figures["classes"] == ["MainDataset"]
 
 
+def fails_to_collate(batch):
+    """A collate_fn with a bug of its own (every sample reads fine)."""
+    raise RuntimeError("collate_fn: unexpected batch layout")
+
+
 @pytest.mark.course
 def test_a_dataset_that_raises_is_reported_not_raised(no_leaked_workers):
     report = run(DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4, num_workers=2), workers=(2,))
-    errors = [f for f in report.findings if f.code == "loader.raises"]
-    assert errors and "sample 5 is corrupt" in errors[0].message
+    assert report.codes() == ["sample.raises"]  # one finding for the root cause, not one per probe
+    found = report.findings[0]
+    assert found.figures["index"] == 5 and "sample 5 raises ValueError: sample 5 is corrupt" in found.message
+    assert len(found.message.splitlines()) == 1
+    # a failure the samples probe did not reach is located in this process when another probe fails
+    late = doctor(DataLoader(CrashingDataset(n=16, fail_at=5), batch_size=4), probes=["speed"])
+    assert [(f.code, f.figures["index"]) for f in late.findings] == [("sample.raises", 5)]
+    # a failure with no sample to blame stays loader.raises, once
+    broken_collate = DataLoader(ex.Samples(16), batch_size=4, collate_fn=fails_to_collate)
+    assert doctor(broken_collate, probes=["collate", "speed"]).codes() == ["loader.raises"]
 
 
 @pytest.mark.course
@@ -413,15 +428,46 @@ def test_between_epochs_must_be_callable():
         doctor(ex.fixed_collate, between_epochs=3)
 
 
-def test_every_finding_links_to_a_heading_that_exists():
-    for code, spec in FINDINGS.items():
-        notebook, heading = NB[spec.notebook], spec.heading
-        cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
-        markdown = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
-        lines = {line for text in markdown for line in text.splitlines()}
-        assert heading in lines, (code, notebook, heading)
-        assert section_link(code) == f"notebooks/{notebook}#{anchor(heading)}"
+# the codes whose notebook is planned but not written in this branch: their link is the file alone
+PENDING = {"loader.raises": "21", "sample.raises": "21", "sample.none": "21", "dataset.len_too_long": "21",
+           "dataset.open_handle": "20", "dataset.open_file": "20", "persistent.stale_state": "20",
+           "random.eval_transforms": "22", "workers.threads_oversubscribed": "24", "torch.pin_memory": "19"}
+
+
+def test_every_see_link_the_doctor_can_emit_resolves_to_a_current_heading():
+    for code in FINDINGS:
+        link, resolved = links.resolve(code)
+        name, _, fragment = link.removeprefix("notebooks/").partition("#")
+        if not resolved:  # a planned notebook not written yet, no fallback: the file link, without anchor
+            assert fragment == "" and not (NOTEBOOKS / name).exists(), (code, link)
+            continue
+        anchors = {anchor(h) for h in links.headings(NOTEBOOKS / name)}
+        assert fragment in anchors, (code, link)
+        assert section_link(code) == link
+    # the links waiting for a planned notebook (until then: the next place, or the file); each moves by
+    # itself once its notebook is written with a heading its key names
+    pending = {code: links.pending(code) for code in FINDINGS if links.pending(code)}
+    assert pending == PENDING, pending
     assert anchor("## 4. Fix: `drop_last=True` now") == "4.-Fix:-drop_last=True-now"
+    assert anchor("## 7. \"Reset\" *it* [here](x.md)") == "7.-\"Reset\"-it-here"
+
+
+def test_a_renamed_heading_or_notebook_keeps_its_link(tmp_path):
+    def notebook(name, *headings):
+        cells = [{"cell_type": "markdown", "source": [h + "\n" for h in headings], "metadata": {}}]
+        (tmp_path / name).write_text(json.dumps({"cells": cells}))
+
+    notebook("03_workers_and_prefetch.ipynb", "# 03", "## 1. Defaults", "## 5. How many workers, measured")
+    notebook("19_persistent_workers_and_pin_memory.ipynb", "# 19", "## 2. `pin_memory=True` without a GPU")
+    assert links.resolve("speed.more_workers", tmp_path) == (
+        "notebooks/03_workers_and_prefetch.ipynb#5.-How-many-workers,-measured", True)
+    assert links.resolve("torch.pin_memory", tmp_path) == (
+        "notebooks/19_persistent_workers_and_pin_memory.ipynb#2.-pin_memory=True-without-a-GPU", True)
+    notebook("21_corrupt_and_missing_samples.ipynb", "# 21", "## 1. Something else")
+    assert links.resolve("sample.none", tmp_path) == ("notebooks/21_corrupt_and_missing_samples.ipynb", False)
+    planned = "notebooks/20_worker_state_and_file_handles.ipynb"
+    assert links.resolve("dataset.open_handle", tmp_path)[0] == planned
+    assert set(links.SEE) >= set(FINDINGS)
 
 
 def test_finding_rejects_unknown_severity_and_code():
@@ -491,10 +537,10 @@ def test_state_of_keeps_small_attributes_only():
 
 def test_cli_exit_status_follows_fail_on(capsys):
     args = ["doctor", "--no-progress", "--time-budget", "5"]
-    assert main([*args, "doctor_catalogue:broken_last_batch_of_one"]) == 0  # a warning < error
+    assert main([*args, "loaderlab.doctor.catalogue:broken_last_batch_of_one"]) == 0  # a warning < error
     assert "batch.last_size_1" in capsys.readouterr().out
-    assert main([*args, "--fail-on", "warning", "doctor_catalogue:broken_last_batch_of_one"]) == 1
-    assert main([*args, "--fail-on", "warning", "doctor_catalogue:fixed_collate"]) == 0
+    assert main([*args, "--fail-on", "warning", "loaderlab.doctor.catalogue:broken_last_batch_of_one"]) == 1
+    assert main([*args, "--fail-on", "warning", "loaderlab.doctor.catalogue:fixed_collate"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -502,10 +548,10 @@ def test_cli_exit_status_follows_fail_on(capsys):
     [
         ("no_such_module_xyz:make", "cannot import module 'no_such_module_xyz'"),
         ("lesson17_loaders", "must look like 'my_module:make_loader'"),
-        ("doctor_catalogue:nothing_here", "has no attribute 'nothing_here'"),
-        ("doctor_catalogue:CATALOGUE", "is a dict, not a DataLoader"),
-        ("doctor_catalogue:set_sampler_epoch", "must be callable with no argument"),
-        ("doctor_catalogue:__doc__", "is a str, not a DataLoader"),
+        ("loaderlab.doctor.catalogue:nothing_here", "has no attribute 'nothing_here'"),
+        ("loaderlab.doctor.catalogue:CATALOGUE", "is a dict, not a DataLoader"),
+        ("loaderlab.doctor.catalogue:set_sampler_epoch", "must be callable with no argument"),
+        ("loaderlab.doctor.catalogue:__doc__", "is a str, not a DataLoader"),
         ("loaderlab.data:workspace", "not a torch.utils.data.DataLoader"),
     ],
 )
@@ -516,14 +562,14 @@ def test_cli_usage_errors_exit_2_with_one_sentence(target, text, capsys):
 
 
 def test_cli_rejects_bad_workers_list(capsys):
-    assert main(["doctor", "--workers", "two", "doctor_catalogue:fixed_collate"]) == 2
+    assert main(["doctor", "--workers", "two", "loaderlab.doctor.catalogue:fixed_collate"]) == 2
     assert "--workers" in capsys.readouterr().err
 
 
 def test_cli_rejects_bad_probes_and_hooks(capsys):
-    assert main(["doctor", "--probes", "nope", "doctor_catalogue:fixed_collate"]) == 2
-    hook = ["--between-epochs", "doctor_catalogue:CATALOGUE"]
-    assert main(["doctor", *hook, "doctor_catalogue:fixed_collate"]) == 2
+    assert main(["doctor", "--probes", "nope", "loaderlab.doctor.catalogue:fixed_collate"]) == 2
+    hook = ["--between-epochs", "loaderlab.doctor.catalogue:CATALOGUE"]
+    assert main(["doctor", *hook, "loaderlab.doctor.catalogue:fixed_collate"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert "--probes must be" in err[0] and "not a function" in err[1]
 
@@ -549,3 +595,205 @@ def test_warnings_become_one_finding_and_spawned_workers_print_none(capfd, no_le
     assert "sample 0 looks odd" in found[0].message and found[0].figures["times"] > 4  # collate's 4 + speed's
     assert list(report.figures["speed"]["samples_per_s"]) == [1, 0]
     assert capfd.readouterr().err == ""  # neither this process nor a spawned worker printed it
+
+
+# ------------------------------------------------------------------ every legal loader, no crash
+
+
+class Keyed(Dataset):
+    """Returns a sample of the given ``kind`` for an int index, a (index, epoch) tuple or a list."""
+
+    def __init__(self, n: int, kind: str):
+        self.n, self.kind = n, kind
+
+    def __len__(self) -> int:
+        return self.n
+
+    def one(self, i: int):
+        x = torch.full((3,), float(i))
+        return {"tensor": x, "tuple": (x, i), "dict": {"x": x, "y": i, "name": f"s{i}"}, "str": f"item {i}"}[
+            self.kind]
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):  # a sampler yielding (index, epoch)
+            return self.one(key[0])
+        if isinstance(key, list):  # batched fetching (batch_size=None with a batch sampler)
+            return [self.one(i) for i in key]
+        return self.one(key)
+
+
+class KeyedStream(IterableDataset):
+    def __init__(self, n: int, kind: str):
+        self.inner = Keyed(n, kind)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        k, workers = (info.id, info.num_workers) if info else (0, 1)
+        return (self.inner.one(i) for i in range(k, self.inner.n, workers))
+
+
+class EpochKeys(torch.utils.data.Sampler):
+    """Yields (index, epoch) tuples: the fix notebook 08 gives for stale per-epoch state."""
+
+    def __init__(self, n: int):
+        self.n, self.epoch = n, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return ((i, self.epoch) for i in range(self.n))
+
+
+class NoLength(Dataset):
+    """A map-style Dataset without __len__, read through an explicit sampler."""
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([index])
+
+
+def as_list(batch):
+    """A custom collate_fn: the samples as they are."""
+    return list(batch)
+
+
+def legal_loaders():
+    """Yield (name, loader factory) for the combinations a user may legally write: map-style and
+    stream, automatic batching or batch_size=None, batch_sampler=, samplers yielding tuples, custom
+    collate_fn, tensor/tuple/dict/str samples. None of them has a problem the doctor reports."""
+    for kind in ("tensor", "tuple", "dict", "str"):
+        collate = None if kind != "str" else as_list
+        yield f"map-{kind}", lambda k=kind, c=collate: DataLoader(Keyed(24, k), batch_size=4, shuffle=True,
+                                                                  collate_fn=c)
+        yield f"map-{kind}-no-batching", lambda k=kind: DataLoader(Keyed(24, k), batch_size=None,
+                                                                   shuffle=True)
+        yield f"stream-{kind}", lambda k=kind, c=collate: DataLoader(KeyedStream(24, k), batch_size=4,
+                                                                     collate_fn=c)
+        yield f"stream-{kind}-no-batching", lambda k=kind: DataLoader(KeyedStream(24, k), batch_size=None)
+    yield "batch_sampler", lambda: DataLoader(Keyed(24, "tensor"), batch_sampler=BatchSampler(
+        RandomSampler(range(24)), 4, drop_last=False))
+    yield "batch-sampler-as-sampler-no-batching", lambda: DataLoader(
+        Keyed(24, "tensor"), batch_size=None, sampler=BatchSampler(RandomSampler(range(24)), 4, False))
+    yield "tuple-keys", lambda: DataLoader(Keyed(24, "tensor"), batch_size=4, sampler=EpochKeys(24))
+    yield "tuple-keys-custom-collate", lambda: DataLoader(Keyed(24, "dict"), batch_size=4,
+                                                          sampler=EpochKeys(24), collate_fn=as_list)
+    yield "no-len", lambda: DataLoader(NoLength(), batch_size=4, sampler=list(range(12)))
+    parts = [Keyed(10, "tensor"), Keyed(6, "tensor"), Keyed(0, "tensor")]
+    yield "concat-and-empty", lambda: DataLoader(ConcatDataset(parts), batch_size=4, shuffle=True)
+    yield "custom-collate-workers", lambda: DataLoader(Keyed(24, "tuple"), batch_size=4, shuffle=True,
+                                                       num_workers=2, collate_fn=as_list)
+
+
+@pytest.mark.course
+@pytest.mark.parametrize("name, factory", list(legal_loaders()), ids=[n for n, _ in legal_loaders()])
+def test_no_probe_raises_on_any_legal_loader_and_only_the_users_problems_are_reported(name, factory,
+                                                                                       no_leaked_workers):
+    report = doctor(factory, time_budget_s=6.0, probes=[p for p in PROBES if p != "speed"])
+    own = {k: p["why"] for k, p in report.probes.items() if "cannot handle" in (p["why"] or "")}
+    assert own == {}, own  # the doctor's own crash, said as "not run: ..."
+    assert report.at_least("warning") == [], str(report)
+    assert "loader.raises" not in report.codes()
+
+
+@pytest.mark.parametrize("name, factory", [(n, f) for n, f in legal_loaders() if "workers" not in n][:4])
+def test_the_speed_probe_handles_legal_loaders_too(name, factory):
+    report = doctor(factory, time_budget_s=3.0, probes=["speed"])
+    assert report.probes["speed"]["ran"] and report.at_least("warning") == [], str(report)
+
+
+def test_a_doctor_bug_is_a_probe_not_run_never_the_users_finding(monkeypatch):
+    monkeypatch.setattr("loaderlab.doctor.probes_sampling.as_index", None)  # the coverage probe now fails
+    report = doctor(ex.fixed_collate, probes=["coverage"])
+    assert report.findings == [] and not report.probes["coverage"]["ran"]
+    why = report.probes["coverage"]["why"]
+    assert why.startswith("not run: this probe cannot handle this loader (TypeError"), why
+
+
+# ------------------------------------------------------------------ speed advice from a sample's cost
+
+
+def test_predicted_gain_follows_what_a_fetch_costs():
+    from loaderlab.doctor.probes_speed import predicted_gain
+
+    waits = {"cpu_ms": 0.2, "queued_ms": 0.0, "waiting_ms": 20.0}  # a remote read
+    computes = {"cpu_ms": 20.0, "queued_ms": 0.0, "waiting_ms": 0.2}  # a decode
+    assert predicted_gain(waits, 4, 0, cores=2) == pytest.approx(4.0)  # waits overlap beyond the cores
+    assert predicted_gain(computes, 2, 0, cores=2) == pytest.approx(2.0, rel=0.02)
+    assert predicted_gain(computes, 4, 0, cores=2) == pytest.approx(2.0, rel=0.02)  # no more than the cores
+    assert predicted_gain(computes, 2, 12, cores=2) == pytest.approx(1.0, rel=0.02)  # 12: what 2 deliver
+
+
+@pytest.mark.course
+def test_a_latency_bound_loader_without_workers_is_a_warning_even_when_the_window_is_too_short(
+        no_leaked_workers):
+    # 1 s of budget: too short to measure a difference beyond noise, long enough to profile fetches
+    report = doctor(ex.broken_too_few_workers, time_budget_s=1.0, probes=["speed"])
+    found = next(f for f in report.findings if f.code == "speed.more_workers")
+    assert found.severity == "warning" and found.figures["speedup"] >= 1.5
+    assert "predicted from" in found.message or "measured:" in found.message
+    fetch = report.figures["speed"]["fetch"]
+    assert fetch["waiting_ms"] >= 15 and not fetch["computes"]
+
+
+def test_data_loss_severity_depends_on_share_and_on_the_same_items_every_epoch(no_leaked_workers):
+    same = doctor(ex.broken_stream_drop_last, probes=["stream"])
+    lost = next(f for f in same.findings if f.code == "iterable.lost_items")
+    assert lost.severity == "warning" and "the same items every epoch" in lost.message
+    assert same.figures["stream"]["same_lost_every_epoch"] is True
+    other = doctor(ex.fixed_stream_batch_of_1, probes=["stream"])
+    assert [(f.severity, f.code) for f in other.findings if f.code.startswith("iterable")] == [
+        ("info", "iterable.lost_items")]
+    assert other.figures["stream"]["same_lost_every_epoch"] is False
+
+
+def test_set_epoch_is_a_note_with_the_recipe_since_the_loop_is_not_seen():
+    report = doctor(ex.broken_distributed_order, probes=["samplers"])
+    found = next(f for f in report.findings if f.code == "distributed.no_set_epoch")
+    assert found.severity == "info" and "set_epoch(epoch)" in found.fix and "between_epochs" in found.fix
+    fixed = doctor(ex.fixed_distributed_order, probes=["samplers"], between_epochs=ex.set_sampler_epoch)
+    assert "distributed.no_set_epoch" not in fixed.codes()
+
+
+def test_located_failures_name_the_index_the_length_and_the_conversion():
+    text = {name: str(doctor(getattr(ex, name), probes=["samples", "collate"]))
+            for name in ("broken_corrupt_sample", "broken_len_too_long", "broken_pil_images",
+                         "broken_none_sample")}
+    assert "sample 137 raises OSError: image file is truncated" in text["broken_corrupt_sample"]
+    assert "__len__ says 64 but indices 50 to 63 raise IndexError" in text["broken_len_too_long"]
+    assert "PIL.Image.Image (sample[0])" in text["broken_pil_images"]
+    assert "transforms.PILToTensor()" in text["broken_pil_images"]
+    assert "np.asarray" in text["broken_pil_images"]
+    assert "sample 3 is None (2 of the 200 fetched)" in text["broken_none_sample"]
+    assert text["broken_none_sample"].count("[error]") == 1  # the collate failure is the same root cause
+    # another probe failing on the sample: located in this process (the catalogue's code is the user's)
+    late = doctor(ex.broken_corrupt_sample, probes=["speed"])
+    assert [(f.code, f.figures["index"]) for f in late.findings] == [("sample.raises", 137)]
+
+
+def test_an_open_hdf5_or_lmdb_handle_is_found_by_its_type_without_importing_the_library():
+    class File:  # what h5py.File looks like to the doctor: module, name, a valid id
+        __module__ = "h5py._hl.files"
+
+        class id:  # noqa: N801
+            valid = True
+
+        file = type("F", (), {"filename": "/data/train.h5"})()
+
+    class Environment:
+        __module__ = "lmdb.cpython"
+
+        def path(self):
+            return "/data/train.lmdb"
+
+    from loaderlab.doctor.probes_data import open_handle
+
+    assert open_handle(File()) == "an open h5py.File (/data/train.h5)"
+    assert open_handle(Environment()) == "an open lmdb.Environment (/data/train.lmdb)"
+    assert open_handle(io.BytesIO()) is None and open_handle(3) is None
+
+
+def test_busy_threads_count_the_threads_that_used_cpu():
+    from loaderlab.doctor.workers import busy_threads
+
+    assert busy_threads({1: 10, 2: 0, 3: 5}, {1: 60, 2: 45, 3: 5, 4: 1}) == 2  # 3 idle, 4 barely
+    assert busy_threads({}, {}) == 0

@@ -1,5 +1,5 @@
-"""The doctor's catalogue (tests/doctor_catalogue.py), through the command line as a user types it:
-``python -m loaderlab doctor doctor_catalogue:NAME --fail-on warning`` exits 1 on every broken
+"""The doctor's catalogue (loaderlab/doctor/catalogue.py), through the command line as a user types it:
+``python -m loaderlab doctor loaderlab.doctor.catalogue:NAME --fail-on warning`` exits 1 on every broken
 loader and names its finding, and exits 0 on its fixed counterpart; nothing but the progress bar
 reaches stderr (torch's warnings become findings). One pair, and the text report of another
 loader, run in a fresh interpreter as typed; the others through the same command line's ``main``
@@ -20,10 +20,10 @@ from jsonschema import validate
 
 from loaderlab.cores import usable_cores
 from loaderlab.doctor import FINDINGS, JSON_SHAPE, PROBES
+from loaderlab.doctor import catalogue as cat
 
 TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-import doctor_catalogue as cat  # noqa: E402
+CATALOGUE = "loaderlab.doctor.catalogue"  # the module a user names on the command line
 
 # codes no catalogue loader is about, and the test of tests/test_doctor.py that triggers each
 ELSEWHERE = {
@@ -33,18 +33,26 @@ ELSEWHERE = {
     "torch.worker_count": "test_torchs_warnings_become_findings_with_their_own_codes",
     "torch.pin_memory": "test_torchs_warnings_become_findings_with_their_own_codes",
     "torch.iterable_length": "test_torchs_warnings_become_findings_with_their_own_codes",
+    "distributed.no_set_epoch": "test_set_epoch_is_a_note_with_the_recipe_since_the_loop_is_not_seen",
 }
 AS_TYPED = "broken_read_only_array"  # the pair run in a fresh interpreter, `--json` as a user types it
 NEW_IN_V3 = ["broken_weights_per_class", "broken_too_few_workers", "broken_oversubscribed",
              "broken_stream_batch_of_1", "broken_stream_length", "broken_read_only_array"]
+NEW_IN_V4 = ["broken_corrupt_sample", "broken_none_sample", "broken_len_too_long", "broken_pil_images",
+             "broken_float64_rows", "broken_batches_of_batches", "broken_threads_in_workers",
+             "broken_eval_transforms", "broken_sequential_drop_last"]  # + broken_hdf5_handle (h5py)
+NAMED = {  # what the broken loader's report must say: the index, __len__, the conversion
+    "broken_corrupt_sample": "sample 137 raises OSError", "broken_none_sample": "sample 3 is None",
+    "broken_len_too_long": "__len__ says 64 but indices 50 to 63", "broken_pil_images": "PILToTensor()",
+}
 
 
 def doctor_cli(name: str, options: list[str], as_json: bool = False) -> tuple[int, str, str]:
-    """Run ``python -m loaderlab doctor doctor_catalogue:NAME --fail-on warning OPTIONS`` from tests/."""
-    args = [sys.executable, "-m", "loaderlab", "doctor", f"doctor_catalogue:{name}", "--fail-on", "warning",
+    """Run ``python -m loaderlab doctor loaderlab.doctor.catalogue:NAME --fail-on warning OPTIONS``."""
+    args = [sys.executable, "-m", "loaderlab", "doctor", f"{CATALOGUE}:{name}", "--fail-on", "warning",
             *options, *(["--json"] if as_json else [])]
     env = {k: v for k, v in os.environ.items() if k != "LOADERLAB_TEST_MODE"}  # the bar a user sees
-    done = subprocess.run(args, cwd=TESTS, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(args, cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -53,7 +61,7 @@ def doctor_main(name: str, options: list[str], capfd, as_json: bool = False) -> 
     from loaderlab.doctor.cli import main
 
     capfd.readouterr()
-    args = [f"doctor_catalogue:{name}", "--fail-on", "warning", *options, *(["--json"] if as_json else [])]
+    args = [f"{CATALOGUE}:{name}", "--fail-on", "warning", *options, *(["--json"] if as_json else [])]
     status = main(args)
     out, err = capfd.readouterr()
     return status, out, err
@@ -71,6 +79,8 @@ def test_broken_loader_exits_1_naming_its_finding_and_its_fix_exits_0(broken, no
     code, fixed, options, fixed_options = cat.CATALOGUE[broken]
     if broken == "broken_oversubscribed" and usable_cores() > 8:
         pytest.skip("6 workers per core: this case stays small on at most 8 cores")
+    if broken == "broken_threads_in_workers" and usable_cores() < 2:
+        pytest.skip("not measured here: on 1 core NumPy's BLAS runs 1 thread per worker")
     start = time.perf_counter()
     if broken == AS_TYPED:
         doctor_cli_run = doctor_cli
@@ -84,6 +94,9 @@ def test_broken_loader_exits_1_naming_its_finding_and_its_fix_exits_0(broken, no
     assert status == 1 and code in [f["code"] for f in report["findings"] if f["severity"] != "info"], text
     finding = next(f for f in report["findings"] if f["code"] == code)
     assert finding["figures"] and finding["link"].startswith("notebooks/") and finding["fix"]
+    assert NAMED.get(broken, "") in finding["message"] + finding["fix"], finding
+    causes = [f for f in report["findings"] if f["severity"] == "error"]
+    assert len(causes) <= 2 and "loader.raises" not in [f["code"] for f in causes], causes  # one per cause
     chosen = options[options.index("--probes") + 1].split(",") if "--probes" in options else PROBES
     assert [p["name"] for p in report["probes"]] == [p for p in PROBES if p in chosen]  # each listed once
     status, text, err = doctor_cli_run(fixed, [*options, *fixed_options])
@@ -107,8 +120,20 @@ def test_every_finding_code_is_triggered_by_a_test():
     tests = Path(__file__).with_name("test_doctor.py").read_text()
     for code, name in ELSEWHERE.items():  # the named test exists and asserts on its code
         assert f"def {name}(" in tests and f'"{code}"' in tests.split(f"def {name}(")[1].split("\ndef ")[0]
-    assert set(cat.BROKEN.values()) | set(ELSEWHERE) == set(FINDINGS)
-    assert set(NEW_IN_V3) <= set(cat.CATALOGUE) and len(cat.CATALOGUE) >= 25
+    assert set(cat.BROKEN.values()) | set(ELSEWHERE) == set(FINDINGS) - ({"dataset.open_handle"} - set(
+        cat.BROKEN.values()))  # the HDF5 pair needs h5py
+    assert set(NEW_IN_V3 + NEW_IN_V4) <= set(cat.CATALOGUE) and len(cat.CATALOGUE) >= 32
+
+
+@pytest.mark.course
+@pytest.mark.parametrize("noted", list(cat.NOTES))
+def test_a_note_is_not_a_failure_and_its_fix_clears_it(noted, capfd):
+    code, fixed, options, fixed_options = cat.NOTES[noted]
+    status, text, _ = doctor_main(noted, options, capfd, as_json=True)
+    found = [(f["severity"], f["code"]) for f in json.loads(text)["findings"]]
+    assert status == 0 and found == [("info", code)], found  # --fail-on warning: a note passes
+    status, text, _ = doctor_main(fixed, [*options, *fixed_options], capfd, as_json=True)
+    assert status == 0 and code not in text
 
 
 def test_no_fix_text_recommends_losing_data_or_the_fragile_seeding():

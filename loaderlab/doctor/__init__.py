@@ -1,7 +1,8 @@
 """loaderlab doctor (notebook 17): probe a user's DataLoader for the pitfalls the course reproduces.
 
 ``doctor(loader_or_factory)`` returns a ``Report`` of ``Finding``s (severity, code, measured message,
-fix, notebook section; registry: ``findings.FINDINGS``), probed on pickled copies within a time budget;
+fix, a ``see:`` link computed from the notebooks' headings; registry: ``findings.FINDINGS``), probed on
+pickled copies within a time budget;
 the report lists every probe, run (with its time) or not (with why).
 Command line: ``python -m loaderlab doctor my_module:make_loader [--json]`` (shape: ``JSON_SHAPE``).
 
@@ -13,8 +14,8 @@ import importlib
 
 _EXPORTS = {
     "describe": "core", "doctor": "core", "working_copy": "core",
-    "FINDINGS": "findings", "PROBES": "findings", "Finding": "findings", "anchor": "findings",
-    "probe_for": "findings", "section_link": "findings",
+    "FINDINGS": "findings", "PROBES": "findings", "Finding": "findings", "anchor": "links",
+    "probe_for": "findings", "section_link": "links",
     "JSON_SHAPE": "report", "Report": "report",
 }
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,8 +26,11 @@ from loaderlab.messages import one_line
 
 def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
-    parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset)
-             else f"{len(loader.dataset)} samples"]  # type: ignore[arg-type]
+    try:
+        size = f"{len(loader.dataset)} samples"  # type: ignore[arg-type]
+    except TypeError:
+        size = "no __len__"
+    parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset) else size]
     bs = "custom" if type(loader.batch_sampler) not in (BatchSampler, type(None)) else loader.batch_size
     parts += [f"batch_size={bs}", f"num_workers={loader.num_workers}"]
     parts += [f"{k}=True" for k in ("persistent_workers", "drop_last") if getattr(loader, k)]
@@ -101,7 +106,13 @@ def doctor(
                 try:
                     getattr(doc, name)()
                 except Exception as exc:  # noqa: BLE001 - the user's loader failing is a finding
-                    doc.findings.append(finding("loader.raises", probe=name, error=one_line(exc)))
+                    if own_failure(exc):  # the doctor's own limit: said as such, never as the user's problem
+                        why = f"not run: this probe cannot handle this loader ({one_line(exc)})"
+                        statuses[name] = {"ran": False, "seconds": None, "why": why}
+                        continue
+                    if not doc.locate(exc):  # its root cause already reported, or the sample found
+                        doc.causes.append(one_line(exc))
+                        doc.findings.append(finding("loader.raises", probe=name, error=one_line(exc)))
                 statuses[name] = {"ran": True, "seconds": round(time.perf_counter() - t0, 3), "why": None}
                 raised += [(w, name) for w in caught[mark:]]
         finally:
@@ -112,6 +123,19 @@ def doctor(
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     findings = sorted(doc.findings, key=lambda f: (order[f.severity], f.code))
     return Report(findings, doc.figures, statuses, time.perf_counter() - start, describe(loader))
+
+
+DOCTOR_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def own_failure(exc: BaseException) -> bool:
+    """Return True when ``exc`` was raised by the doctor's own code (the innermost frame is in
+    loaderlab/doctor/), not by the user's dataset, sampler or collate_fn or by torch on their behalf."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return False
+    path = os.path.abspath(frames[-1].filename)  # the catalogue's datasets are user code, shipped here
+    return os.path.dirname(path) == DOCTOR_DIR and not os.path.basename(path).startswith("catalogue")
 
 
 def _loader_of(loader_or_factory: DataLoader | Callable[[], DataLoader]) -> DataLoader:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import io
+import os
 import pickle
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -152,3 +154,54 @@ def copied(objects: Any) -> tuple[Any, str | None]:
             return copy.deepcopy(objects), None
         except Exception:  # noqa: BLE001
             return None, f"cannot be copied: {type(exc).__name__}: {exc}"
+
+
+def thread_pools() -> str:
+    """Return the thread pools loaded in this process and their sizes ("openblas 2 threads, ..."),
+    from threadpoolctl when it is installed, else torch's own setting."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return f"torch {torch.get_num_threads()} thread(s)"
+    pools = [f"{p.get('internal_api', p.get('user_api'))} {p.get('num_threads')} thread(s)"
+             for p in threadpool_info()]
+    return ", ".join([*pools, f"torch {torch.get_num_threads()} thread(s)"])
+
+
+def thread_ticks() -> dict[int, int]:
+    """Return the CPU time (clock ticks, user + system) each thread of this process has used, by
+    thread id, from /proc/self/task (Linux); {} elsewhere."""
+    ticks = {}
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks[int(tid)] = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except OSError:
+        return {}
+    return ticks
+
+
+class ThreadProbe(AttributeForwarding, Dataset):
+    """Wraps a map-style dataset; item ``i`` is ``(i, wall s, CPU s of the whole process, thread
+    pools, CPU ticks per thread)`` after fetching ``dataset[i]`` in the worker: the threads whose
+    ticks grow between fetches are those the samples keep busy, however loaded the machine is."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        object.__setattr__(self, "_inner", dataset)
+
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> tuple[int, float, float, str, dict[int, int]]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        self._inner[index]
+        return index, time.perf_counter() - t0, time.process_time() - c0, thread_pools(), thread_ticks()
+
+
+def busy_threads(first: dict[int, int], last: dict[int, int]) -> int:
+    """Return how many threads used CPU between two ``thread_ticks`` readings: at least 2 ticks and
+    a fifth of the busiest thread's."""
+    used = [last[t] - first.get(t, 0) for t in last]
+    top = max(used, default=0)
+    return sum(u >= 2 and u >= top / 5 for u in used)
