@@ -237,7 +237,6 @@ def test_escape_finds_checks_that_print_true_without_running():
 
 KNOWN_ESCAPES = {
     "notebooks/03_workers_prefetch_persistent_pin.ipynb": "n03: cell 12 prints helps/beats_main/stops",
-    "solutions/15_too_many_open_files.ipynb": "cell 6 prints `not LINUX or ...` (True on macOS)",
 }
 
 
@@ -255,7 +254,6 @@ OTHER_PYTHON = re.compile(r"Python (3\.\d+)\+?")
 KNOWN_NOISE = {
     "notebooks/08_hangs_crashes_and_lifecycle.ipynb":
         "d08: cell 22's lambda address and torch's Python 3.14+ pickle warning on a 3.11 kernel",
-    "notebooks/12_start_methods.ipynb": "cell 22: torch's Python 3.14+ pickle warning on a 3.11 kernel",
 }
 
 
