@@ -13,6 +13,7 @@ NB = {n[:2]: n for n in (
     "07_worker_seeds_and_reproducibility.ipynb", "08_hangs_crashes_and_lifecycle.ipynb",
     "09_weighted_sampling.ipynb", "10_distributed_sampling.ipynb", "11_iterable_datasets.ipynb",
     "12_start_methods.ipynb", "15_shared_memory_and_file_descriptors.ipynb", "17_doctor.ipynb",
+    "20_worker_state_and_file_handles.ipynb",
 )}
 
 
@@ -46,7 +47,7 @@ FINDINGS: dict[str, Spec] = {
         "error", "pickling", "the dataset holds open {names}: with fork every worker shares its offset and "
         "reads wrong records without an error; with spawn the dataset cannot be pickled.",
         "Keep the path; open the file lazily in each worker (on the first __getitem__) and leave it out of "
-        "__getstate__.", "08", "### Another shared resource: a file opened in `__init__`"),
+        "__getstate__.", "20", "## 1. A file opened in `__init__`"),
     "collate.variable_length": Spec(
         "error", "collate", "{count} samples hold tensors of different shapes ({shapes}): the default "
         "collate_fn cannot stack them, so a batch raises '{error}'.",
@@ -110,7 +111,7 @@ FINDINGS: dict[str, Spec] = {
         "persistent workers still read the old value(s) in {rows}/{rows} fetches.",
         "Send per-epoch values with the index (a sampler yielding (index, epoch)) or keep them in a "
         "shared-memory tensor; or drop persistent_workers.",
-        "08", "## 4. Persistent workers and stale dataset state"),
+        "20", "## 4. Persistent workers and stale dataset state"),
     "distributed.no_set_epoch": Spec(
         "warning", "samplers", "two epochs of the DistributedSampler gave the same {indices} indices in the "
         "same order: without set_epoch every epoch repeats the first shuffle.",
