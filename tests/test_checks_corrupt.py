@@ -7,7 +7,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, default_collate
 
-from loaderlab.checks.corrupt import SometimesBroken, check_skip_broken_collate
+from loaderlab.checks.corrupt import check_skip_broken_collate
+from loaderlab.labs.corrupt import SometimesBroken
 
 
 def _verdict(capsys, candidate, *args) -> str:

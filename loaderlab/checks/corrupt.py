@@ -4,34 +4,16 @@ in their order with ``default_collate``, and return None for a batch with nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils.data import Dataset, default_collate
+from torch.utils.data import default_collate
 
 from loaderlab.checks.report import Wrong, checker
+from loaderlab.labs.corrupt import SometimesBroken, sample
 
 HINT = "Hint: notebook 21, section '4. A `collate_fn` that skips'."
-BROKEN = (3, 8, *range(16, 24), 30)  # one whole batch of 8 broken, as in notebook 21
-
-
-def sample(i: int) -> tuple[torch.Tensor, int]:
-    """Readable sample i: (a 3 x 4 x 4 uint8 image filled with i, label i)."""
-    return torch.full((3, 4, 4), i, dtype=torch.uint8), i
-
-
-class SometimesBroken(Dataset):
-    """Sample i is ``sample(i)``, or None at the indices in ``broken`` (a file that cannot be read)."""
-
-    def __init__(self, n: int = 40, broken: Sequence[int] = BROKEN):
-        self.n, self.broken = n, set(broken)
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, index):
-        return None if index in self.broken else sample(index)
 
 
 def batches() -> list[tuple[str, list]]:
