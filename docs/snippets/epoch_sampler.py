@@ -2,7 +2,7 @@
 
 Persistent workers keep the dataset copy they started with: `dataset.epoch = e` set in the
 main process never reaches them. Send the epoch with every index instead: the sampler runs in
-the main process, and what it yields is what `__getitem__` receives. Notebook 08, section 4.
+the main process, and what it yields is what `__getitem__` receives. Notebook 20, section 4.
 """
 
 from torch.utils.data import DataLoader, Dataset, Sampler

@@ -4,7 +4,7 @@ A file opened in __init__ is copied into forked workers with its offset shared: 
 move one another's read position and get wrong records, with no error. A lock (inside a
 client, a connection pool) copied at fork time while another thread held it stays locked
 forever in the worker. Create both lazily, per process; leave them out when pickled.
-Notebook 08, section 1.
+Notebook 20, section 1 (the lock: notebook 08, section 1).
 """
 
 import os

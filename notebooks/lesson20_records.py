@@ -1,4 +1,4 @@
-"""Written by notebook 08, section 1: fixed-size records read from one file (workers import it)."""
+"""Written by notebook 20, section 1: fixed-size records read from one file (workers import it)."""
 
 import os
 import time

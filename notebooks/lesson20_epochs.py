@@ -1,4 +1,4 @@
-"""Written by notebook 08, section 4: a dataset that reads the epoch, and a sampler that sends it."""
+"""Written by notebook 20, section 4: a dataset that reads the epoch, and a sampler that sends it."""
 
 import os
 

@@ -1,5 +1,5 @@
-"""Notebook 08's snippets: a file opened per process reads the right records in forked workers
-and pickles without its file; the sampler that sends the epoch with every index reaches
+"""Notebook 20's snippets: a file and an HDF5 file opened per process read the right records in
+forked workers and pickle without their file; the sampler that sends the epoch with every index reaches
 persistent workers."""
 
 from __future__ import annotations
@@ -7,7 +7,10 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 
+import h5py
+import numpy as np
 import pytest
+import torch
 from course_code import snippet
 from torch.utils.data import DataLoader
 
@@ -45,3 +48,22 @@ def test_epoch_sampler_sends_the_epoch_to_persistent_workers():
     sampler = module.EpochSampler(3)
     sampler.set_epoch(7)
     assert list(sampler) == [(0, 7), (1, 7), (2, 7)] and len(sampler) == 3
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_hdf5_dataset_opened_per_process_reads_the_right_rows_and_pickles_without_its_file(tmp_path):
+    path = tmp_path / "rows.h5"
+    with h5py.File(path, "w") as file:
+        file.create_dataset("images", data=np.arange(48).repeat(3).reshape(48, 3), chunks=(8, 3),
+                            compression="gzip")
+    dataset = snippet("hdf5_per_process").H5Dataset(str(path), "images")
+    assert len(dataset) == 48 and dataset.file is None  # __init__ leaves no file open
+    assert dataset[5].tolist() == [5, 5, 5]  # the main process opens its own file first
+    loader = DataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context="fork")
+    assert torch.cat(list(loader))[:, 0].tolist() == list(range(48))
+    state = dataset.__getstate__()  # what spawn sends: no h5py object, opened at the first read
+    assert state["file"] is None and state["rows"] is None and state["pid"] is None
+    pickle.dumps(state)  # and it pickles
+    copy = type(dataset).__new__(type(dataset))
+    copy.__dict__.update(state)
+    assert copy[47].tolist() == [47, 47, 47]
