@@ -429,9 +429,7 @@ def test_between_epochs_must_be_callable():
 
 
 # the codes whose notebook is planned but not written in this branch: their link is the file alone
-PENDING = {"loader.raises": "21", "sample.raises": "21", "sample.none": "21", "dataset.len_too_long": "21",
-           "dataset.open_handle": "20", "dataset.open_file": "20", "persistent.stale_state": "20",
-           "random.eval_transforms": "22", "workers.threads_oversubscribed": "24", "torch.pin_memory": "19"}
+PENDING = {"workers.threads_oversubscribed": "24", "torch.pin_memory": "19"}
 
 
 def test_every_see_link_the_doctor_can_emit_resolves_to_a_current_heading():

@@ -252,8 +252,6 @@ def test_no_check_prints_true_for_a_measurement_that_did_not_run(path):
 ADDRESS = re.compile(r"\b0x[0-9a-f]{8,}\b")
 OTHER_PYTHON = re.compile(r"Python (3\.\d+)\+?")
 KNOWN_NOISE = {
-    "notebooks/08_hangs_crashes_and_lifecycle.ipynb":
-        "d08: cell 22's lambda address and torch's Python 3.14+ pickle warning on a 3.11 kernel",
 }
 
 
