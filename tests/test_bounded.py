@@ -30,6 +30,7 @@ def test_stable_error_keeps_first_and_last_line_without_ids():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_killed(tmp_path):
     done = run_bounded([sys.executable, "-c", "print('hi')"], bound_s=30).report()
     assert (done.returncode, done.output.strip(), done.timed_out, done.value) == (0, "hi", False, None)
@@ -96,6 +97,7 @@ def test_bounded_child_notes_when_it_exited_and_counts_what_it_left_running():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_bounded_child_that_overruns_is_stopped_with_its_workers():
     from loaderlab.datasets import LatencyDataset
     from loaderlab.failures import consume

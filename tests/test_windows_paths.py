@@ -51,6 +51,8 @@ def test_kill_family_without_process_groups_kills_the_child_and_its_descendants(
         child.wait()
 
 
+@pytest.mark.course
+@pytest.mark.timing
 def test_an_overrunning_child_is_stopped_without_sigusr1(monkeypatch):
     _without(monkeypatch, signal, "SIGUSR1")
     _without(monkeypatch, os, "killpg", "getpgid")
