@@ -3,13 +3,10 @@ file, docs/runtimes.json."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import runtimes  # noqa: E402
+from tools import runtimes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 

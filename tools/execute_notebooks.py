@@ -3,7 +3,7 @@
 Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
 progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
 only where its outputs changed. Usage:
-python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
+python -m tools.execute_notebooks [--no-write] [--record] [NOTEBOOK ...]
 (--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn; --record, which
 `make execute` passes, stores each run time in docs/runtimes.json and updates the notebook's
 "Runs in" header and README's course map from it: record on an otherwise idle machine.)
@@ -13,6 +13,7 @@ python tools/execute_notebooks.py [--no-write] [--record] [NOTEBOOK ...]
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -23,8 +24,10 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import runtimes  # noqa: E402  (tools/runtimes.py, run as a script from anywhere)
+try:  # imported as tools.execute_notebooks (python -m tools.execute_notebooks, the tests, grade.py)
+    from tools import runtimes
+except ImportError:  # run as a script, `python tools/execute_notebooks.py`: its folder is on sys.path
+    import runtimes  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
@@ -122,13 +125,21 @@ def failure(exc: BaseException) -> str:
     return where + " ".join(ANSI.sub("", what).split())
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.execute_notebooks", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("notebook", nargs="*",
+                        help="notebooks or folders (default: notebooks/ and solutions/)")
+    parser.add_argument("--no-write", action="store_true", help="only check that they run")
+    parser.add_argument("--record", action="store_true",
+                        help="store each run time (docs/runtimes.json)")
+    args = parser.parse_args(argv)
     os.environ["LOADERLAB_TEST_MODE"] = "1"
-    write = "--no-write" not in argv
-    save_time = "--record" in argv and write and not os.environ.get("LOADERLAB_START_METHOD")
-    argv = [a for a in argv if a not in ("--no-write", "--record")]
+    write = not args.no_write
+    save_time = args.record and write and not os.environ.get("LOADERLAB_START_METHOD")
     failed = 0
-    for path in notebooks(argv):
+    for path in notebooks(args.notebook):
         rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:
             seconds = execute(path, write=write)
@@ -144,4 +155,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

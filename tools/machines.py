@@ -8,12 +8,13 @@ workers; the real cores do the work). Outputs are not compared (tools/execute_no
 the last result of each notebook on each profile (Python version and start method included);
 a run over some notebooks updates their rows only.
 
-Usage: python tools/machines.py [--profile NAME ...] [NOTEBOOK ...]   (default: all of both)
+Usage: python -m tools.machines [--profile NAME ...] [NOTEBOOK ...]   (default: all of both)
 Exit status 1 when a notebook failed on a profile that ran.
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import re
@@ -79,8 +80,7 @@ def environment(profile: Profile) -> dict[str, str]:
 
 def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
     """Run one notebook on one profile; return its table cell ('✅ 23 s' or '❌ why')."""
-    script = ROOT / "tools" / "execute_notebooks.py"
-    command = [*profile.prefix, sys.executable, str(script), "--no-write", str(path)]
+    command = [*profile.prefix, sys.executable, "-m", "tools.execute_notebooks", "--no-write", str(path)]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=ROOT, env=environment(profile), capture_output=True, text=True,
@@ -153,14 +153,16 @@ def update(results: dict[str, dict[str, str]], text: str, every: list[str]) -> s
     return render(columns, merged)
 
 
-def main(argv: list[str]) -> int:
-    names, args = [], []
-    while argv:
-        arg = argv.pop(0)
-        if arg == "--profile" and argv:
-            names.append(argv.pop(0))
-        else:
-            args.append(arg)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.machines", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("notebook", nargs="*",
+                        help="notebooks or folders (default: notebooks/ and solutions/)")
+    parser.add_argument("--profile", action="append", default=[], metavar="NAME",
+                        help=f"one of {', '.join(p.name for p in PROFILES)} (again for more; default: all)")
+    parsed = parser.parse_args(argv)
+    names, args = parsed.profile, parsed.notebook
     profiles = [p for p in PROFILES if not names or p.name in names]
     if names and len(profiles) != len(names):
         print(f"unknown profile: choose from {', '.join(p.name for p in PROFILES)}")
@@ -184,4 +186,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

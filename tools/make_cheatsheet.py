@@ -15,6 +15,7 @@ the code that tests/test_cheatsheet.py and tests/test_snippets_*.py exercise.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import sys
@@ -172,9 +173,15 @@ def render_sheet() -> str:
     return "".join(parts)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.make_cheatsheet", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--check", action="store_true",
+                        help="only say whether the pages are current (exit 1)")
+    args = parser.parse_args(argv)
     pages = {PAGE: render(), SHEET: render_sheet()}
-    if "--check" in argv:
+    if args.check:
         stale = [p.name for p, text in pages.items() if not p.exists() or p.read_text() != text]
         for name in stale:
             print(f"docs/{name} is out of date: run python tools/make_cheatsheet.py")
@@ -186,4 +193,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -12,6 +12,7 @@ module the bundle lacks. Usage: python tools/make_student.py [--out PATH]
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -61,9 +62,13 @@ def problems(files: list[str]) -> list[str]:
     return found
 
 
-def main(argv: list[str]) -> int:
-    default = ROOT / "build" / "loaderlab-student.zip"
-    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv[:-1] else default
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.make_student", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "loaderlab-student.zip",
+                        help="the zip to write (default: build/loaderlab-student.zip)")
+    out = parser.parse_args(argv).out
     files = course_files()
     wrong = problems(files)
     if wrong:
@@ -80,4 +85,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
