@@ -196,7 +196,7 @@ UNITS = ["--dist", "loadscope", "--no-loadscope-reorder"]
 def compare_outputs(platform: str | None = None, version: tuple[int, int] | None = None) -> bool:
     """True where stored notebook outputs are compared: the platform they were recorded on."""
     platform = sys.platform if platform is None else platform
-    version = tuple(sys.version_info[:2]) if version is None else version
+    version = (sys.version_info[0], sys.version_info[1]) if version is None else version
     return platform.startswith(RECORDED_ON[0]) and version == RECORDED_ON[1]
 
 

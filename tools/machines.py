@@ -15,7 +15,6 @@ Exit status 1 when a notebook failed on a profile that ran.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import shutil
@@ -25,9 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from loaderlab.processes import configured_start_method
+from tools.execute_notebooks import FOLDERS, notebooks  # the course's one list of notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "docs" / "machines.md"
-FOLDERS = ("notebooks", "solutions")
 SIMULATION = ROOT / "tests" / "machines"
 TIMEOUT_S = 900  # one notebook on one profile; a notebook's budget is 45 s on 2 idle cores
 NOT_RUN = "not run"
@@ -54,18 +55,12 @@ def python_version() -> str:
 
 def start_method() -> str:
     """The start method the notebooks' workers get here (LOADERLAB_START_METHOD, else the default)."""
-    return os.environ.get("LOADERLAB_START_METHOD", "").strip() or multiprocessing.get_start_method()
+    return configured_start_method()
 
 
 def column(profile: Profile, python: str | None = None, method: str | None = None) -> str:
     """The table's column for a profile: '1 core · Python 3.11 · fork'."""
     return f"{profile.name} · Python {python or python_version()} · {method or start_method()}"
-
-
-def notebooks(args: list[str]) -> list[Path]:
-    if args:
-        return [Path(a).resolve() for a in args]
-    return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
 def environment(profile: Profile) -> dict[str, str]:

@@ -145,13 +145,15 @@ def excerpt(path: Path, name: str) -> str:
     its docstring left out."""
     source = path.read_text()
     scope: list = ast.parse(source).body
-    node = None
+    node: ast.FunctionDef | ast.ClassDef | None = None
     for part in name.split("."):
         node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part),
                     None)
         if node is None:
             raise SystemExit(f"{path.name}: no {name}")
         scope = node.body
+    if node is None:
+        raise SystemExit(f"{path.name}: no name given")
     lines = source.splitlines()[node.lineno - 1:node.end_lineno]
     doc = node.body[0] if node.body else None
     if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):

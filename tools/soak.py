@@ -63,13 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         print("one core kept busy by a background loop while the suite runs")
     try:
         with tempfile.TemporaryDirectory(prefix="loaderlab-soak-") as tmp:
-            differing = _soak(runs, paths, env, Path(tmp), differing)
+            found = _soak(runs, paths, env, Path(tmp), differing)
     finally:
         if loader is not None:
             loader.kill()
             loader.wait()
-    if differing is None:
+    if found is None:
         return 1
+    differing = found
     print(f"soak: {len(differing)} differing cells over {runs} runs" + (" (one core busy)" if load else ""))
     for cell, count in sorted(differing.items()):
         print(f"  {cell}  (in {count} of {runs} runs)")
