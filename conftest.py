@@ -5,7 +5,7 @@ background sampler measured while the cells ran: wall time (<= 45 s), peak memor
 kernel plus all its children (summed PSS on Linux, RSS elsewhere; <= 2 GB), that no child
 process (a DataLoader worker, a torchrun rank...) is still alive after the last cell, and, for
 the notebooks in notebooks/ run with fork, that every loader leaving the start method to the
-default could start its workers under spawn too (tests/machines/spawnguard.py: nothing it
+default could start its workers under spawn too (tools/simulation/spawnguard.py: nothing it
 sends them lives only in a notebook cell, everything pickles). The suite ends with a table.
 """
 
@@ -37,7 +37,7 @@ BUDGET_SECONDS = float(os.environ.get("LOADERLAB_BUDGET_SECONDS", "45"))
 BUDGET_MB = 2048.0
 _TABLE: list[tuple[str, float, float, int]] = []
 ROOT = Path(__file__).resolve().parent
-MACHINES = ROOT / "tests" / "machines"  # sitecustomize.py + spawnguard.py, for the kernels
+MACHINES = ROOT / "tools" / "simulation"  # sitecustomize.py + spawnguard.py, for the kernels
 
 
 def _family_mb(root: psutil.Process) -> float:
@@ -123,7 +123,7 @@ def _is_cell(item: pytest.Item) -> bool:
     return type(item).__name__ == "IPyNbCell"
 
 
-# The spawn guard (tests/machines/spawnguard.py) runs in the kernels of notebooks/ when workers
+# The spawn guard (tools/simulation/spawnguard.py) runs in the kernels of notebooks/ when workers
 # start by fork: a notebook run with another start method pickles for real, and the solutions'
 # checkers fork the student's __main__ classes on purpose. Its reports go to one folder per
 # pytest process (_GUARD_ROOT names it); a notebook's kernel writes <its pid>.txt there.

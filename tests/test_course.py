@@ -122,8 +122,10 @@ def test_test_commands_run_each_pass_of_their_tier():
             for env, args in passes
         ]
         assert lines[-len(passes):] == expected, (name, lines)
-        if name == "test":
-            assert lines[-3].startswith(f"+ {python.relative_to(ROOT).as_posix()} -m ruff check")
+        if name == "test":  # the lint first: ruff, mypy, the import contracts
+            venv = python.relative_to(ROOT).as_posix()
+            assert lines[-5].startswith(f"+ {venv} -m ruff check") and lines[-4] == f"+ {venv} -m mypy"
+            assert lines[-3].endswith("lint-imports --no-cache")
 
 
 def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):

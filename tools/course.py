@@ -65,7 +65,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "labs": ("dev", "regenerate labs/ from solutions/ (--check: only say whether they are current)"),
     "html": ("dev", "build the static site under site/"),
     "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
-    "lint": ("dev", "ruff over the code, tests, notebooks and solutions"),
+    "lint": ("dev", "ruff over the code, tests and notebooks; mypy; the import contracts"),
     "clean": (None, "remove .venv, site/ and pytest's cache"),
 }
 
@@ -225,7 +225,15 @@ def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
 
 
 def lint(run: Runner, python: Path) -> int:
-    return run([python, "-m", "ruff", "check", *LINT_PATHS])
+    """ruff over the code, tests and notebooks; mypy over the package and the tools; the import
+    contracts of the package's layers (pyproject.toml says what each checks); the first failure's
+    status (each runs)."""
+    steps: list[list[str | os.PathLike]] = [
+        [python, "-m", "ruff", "check", *LINT_PATHS],
+        [python, "-m", "mypy"],
+        [python.with_name("lint-imports.exe" if sys.platform == "win32" else "lint-imports"), "--no-cache"],
+    ]
+    return next((status for status in [run(step) for step in steps] if status), 0)
 
 
 def test(run: Runner, name: str, extra: Sequence[str]) -> int:

@@ -1,7 +1,7 @@
 """Run every notebook and solution on other machines' profiles; write docs/machines.md.
 
 `make test-machines` runs this: each notebook under 1 real core (`taskset -c 0`) and under 8
-and 16 simulated CPUs (tests/machines/sitecustomize.py on PYTHONPATH with
+and 16 simulated CPUs (tools/simulation/sitecustomize.py on PYTHONPATH with
 LOADERLAB_SIMULATED_CPUS=N: os, multiprocessing and psutil report N CPUs, in the kernel and its
 workers; the real cores do the work). Outputs are not compared (tools/execute_notebooks.py
 --no-write): every cell must run and every assertion hold. The table in docs/machines.md keeps
@@ -29,7 +29,7 @@ from tools.execute_notebooks import FOLDERS, notebooks  # the course's one list 
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "docs" / "machines.md"
-SIMULATION = ROOT / "tests" / "machines"
+SIMULATION = ROOT / "tools" / "simulation"
 TIMEOUT_S = 900  # one notebook on one profile; a notebook's budget is 45 s on 2 idle cores
 NOT_RUN = "not run"
 

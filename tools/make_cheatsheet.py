@@ -158,7 +158,7 @@ def excerpt(path: Path, name: str) -> str:
     doc = node.body[0] if node.body else None
     if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
         # the docstring is the page's prose, not code
-        del lines[doc.lineno - node.lineno:doc.end_lineno - node.lineno + 1]
+        del lines[doc.lineno - node.lineno:(doc.end_lineno or doc.lineno) - node.lineno + 1]
     indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
     return "\n".join(re.sub(r"\s+# noqa\b.*$", "", line[indent:]) for line in lines)  # no lint marks
 
