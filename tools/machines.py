@@ -107,6 +107,12 @@ recorded on: one real core (`taskset -c 0`) and 8 and 16 CPUs simulated (the not
 kernel and its workers see that many CPUs; the 2 real cores do the work, so the times are a
 2-core machine's). Written by `make test-machines` (tools/machines.py); do not edit.
 
+Where each profile has run: the columns below, on Linux x86-64 (2 cores) only. macOS (arm64)
+and Windows, whose workers start by spawn, and Pythons 3.12 and 3.13 have not run here: the
+workflow `.github/workflows/ci.yml` runs the check tier and every notebook and solution under
+each platform's own start method on Linux x86-64, macOS arm64 and Windows with Python 3.11,
+3.12 and 3.13 once the course is pushed to GitHub; its results are in that workflow's runs.
+
 """
 
 
