@@ -81,13 +81,13 @@ def test_the_scripts_run_before_install_still_run_as_files(script):
 
 
 def test_the_package_exports_what_all_lists_and_reaches_no_submodule_by_attribute():
-    """``import loaderlab`` gives the names of ``__all__`` (each resolving to its module's object)
-    and nothing else: ``loaderlab.plots`` is an AttributeError until ``import loaderlab.plots``."""
+    """``import loaderlab`` gives the names of ``__all__`` (each resolved on first use: the
+    other tests use them) and nothing else: ``loaderlab.plots`` is an AttributeError until
+    ``import loaderlab.plots``; none of it imports torch."""
     code = ("import loaderlab, sys\n"
             "assert sorted(loaderlab.__all__) == sorted(['__version__', *loaderlab._EXPORTS])\n"
             "try:\n    loaderlab.plots\nexcept AttributeError:\n    pass\n"
             "else:\n    raise SystemExit('reached')\n"
-            "assert 'loaderlab.plots' not in sys.modules and 'torch' not in sys.modules\n"
-            "assert loaderlab.Tracer.__module__.startswith('loaderlab.measure')\n")
+            "assert 'loaderlab.plots' not in sys.modules and 'torch' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
