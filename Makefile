@@ -36,7 +36,7 @@ wheelhouse:
 student:
 	$(COURSE) student
 
-# The test tiers (tools/tiers.py says what each runs).
+# The test tiers (tools/course.py's CHECK, COURSE, TIMING and RELEASE say what each runs).
 test:
 	$(COURSE) test
 

@@ -5,7 +5,7 @@ background sampler measured while the cells ran: wall time (<= 45 s), peak memor
 kernel plus all its children (summed PSS on Linux, RSS elsewhere; <= 2 GB), that no child
 process (a DataLoader worker, a torchrun rank...) is still alive after the last cell, and, for
 the notebooks in notebooks/ run with fork, that every loader leaving the start method to the
-default could start its workers under spawn too (tests/machines/spawnguard.py: nothing it
+default could start its workers under spawn too (tools/simulation/spawnguard.py: nothing it
 sends them lives only in a notebook cell, everything pickles). The suite ends with a table.
 """
 
@@ -18,9 +18,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from nbval.plugin import IPyNbCell
 
 # the one implementation of "a kernel and all its children", shared with the recorder (tools/record.py)
 from loaderlab.measure.family import FamilyMonitor as _Monitor
+from tools.course import CHECK, compare_outputs
+
+# Progress bars print one stable line per call, for nbval and for tests that read them.
+os.environ.setdefault("LOADERLAB_TEST_MODE", "1")
 
 # The time budget is for a notebook alone on a quiet machine (45 s, also checked on the idle
 # recording in docs/runtimes.json); `make test`, which runs two work units at a time, and
@@ -31,7 +36,7 @@ BUDGET_SECONDS = float(os.environ.get("LOADERLAB_BUDGET_SECONDS", "45"))
 BUDGET_MB = 2048.0
 _TABLE: list[tuple[str, float, float, int]] = []
 ROOT = Path(__file__).resolve().parent
-MACHINES = ROOT / "tests" / "machines"  # sitecustomize.py + spawnguard.py, for the kernels
+MACHINES = ROOT / "tools" / "simulation"  # sitecustomize.py + spawnguard.py, for the kernels
 
 
 class NotebookBudget(pytest.Item):
@@ -65,10 +70,17 @@ class NotebookBudget(pytest.Item):
 
 
 def _is_cell(item: pytest.Item) -> bool:
-    return type(item).__name__ == "IPyNbCell"
+    return isinstance(item, IPyNbCell)
 
 
-# The spawn guard (tests/machines/spawnguard.py) runs in the kernels of notebooks/ when workers
+def kernel_pid(kernel) -> int | None:
+    """The pid of a notebook's kernel: nbval's RunningKernel keeps jupyter_client's KernelManager
+    as ``km`` (not documented by nbval), whose provisioner (LocalProvisioner) holds the pid.
+    tests/test_pinned_internals.py names the versions this was checked with."""
+    return getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
+
+
+# The spawn guard (tools/simulation/spawnguard.py) runs in the kernels of notebooks/ when workers
 # start by fork: a notebook run with another start method pickles for real, and the solutions'
 # checkers fork the student's __main__ classes on purpose. Its reports go to one folder per
 # pytest process (_GUARD_ROOT names it); a notebook's kernel writes <its pid>.txt there.
@@ -77,8 +89,22 @@ _GUARD_ROOT = "LOADERLAB_SPAWN_GUARD_ROOT"
 
 
 def pytest_configure(config):
+    # `python -m pytest` with no -m runs the check tier (tools/course.py says what each runs)
+    if not config.option.markexpr:
+        config.option.markexpr = CHECK
+    # stored outputs are compared only where they were recorded; elsewhere nbval's lax mode
+    if getattr(config.option, "nbval", False) and not compare_outputs():
+        config.option.nbval_lax = True
     if (os.environ.get("LOADERLAB_START_METHOD") or "fork") == "fork" and hasattr(os, "fork"):
         os.environ[_GUARD_ROOT] = tempfile.mkdtemp(prefix="loaderlab-spawnguard-")
+
+
+def pytest_report_header(config):
+    if config.option.markexpr == CHECK:
+        return "the check tier's tests (tools/course.py CHECK; `make check` runs them in 2 processes)"
+    if getattr(config.option, "nbval_lax", False) and not compare_outputs():
+        return "outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode"
+    return None
 
 
 def pytest_unconfigure(config):
@@ -104,11 +130,13 @@ def pytest_runtest_setup(item: pytest.Item):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    if first:
-        kernel = getattr(parent, "kernel", None)
-        pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
-        if pid:
-            parent._loaderlab_monitor = _Monitor(pid)
+    kernel = getattr(parent, "kernel", None) if first else None
+    if kernel is not None:
+        pid = kernel_pid(kernel)
+        if not pid:  # a silent skip would drop the notebook's budget check
+            raise RuntimeError("conftest.py cannot find the kernel's pid at kernel.km.provisioner.pid "
+                               "(nbval or jupyter_client changed): see tests/test_pinned_internals.py")
+        parent._loaderlab_monitor = _Monitor(pid)
 
 
 # Work units go out longest first, so that no process is left with a long one at the end

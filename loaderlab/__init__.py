@@ -14,6 +14,22 @@ or ``python -m loaderlab doctor module:make_loader``), and the private ``_valida
 __version__ = "0.1.0"
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and linters; not run
+    from loaderlab.doctor import doctor
+    from loaderlab.env import progress, setup, start_method, test_mode
+    from loaderlab.measure import (
+        OthersCpu,
+        Pass,
+        Timeline,
+        Tracer,
+        WorkerMemorySampler,
+        live_workers,
+        throughput,
+        trace_timeline,
+        wait_for_workers_to_exit,
+    )
 
 # Public names and the module that holds each, imported on first use (PEP 562): ``import
 # loaderlab`` imports neither torch nor numpy, so every worker started by spawn or forkserver that
@@ -27,21 +43,24 @@ _EXPORTS = {
     "doctor": "doctor",  # the function; ``import loaderlab.doctor`` gives the package
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# The public surface: these names and the submodules a user imports by name (``import
+# loaderlab.doctor``, ``from loaderlab.measure import Tracer``). Anything else is internal.
+__all__ = [
+    "__version__",
+    "setup", "start_method", "test_mode", "progress",
+    "OthersCpu", "Pass", "Timeline", "Tracer", "WorkerMemorySampler", "live_workers", "throughput",
+    "trace_timeline", "wait_for_workers_to_exit",
+    "doctor",
+]
 
 
 def __getattr__(name: str):
-    """Import a public name's module on first use; ``loaderlab.X`` also loads submodule X."""
+    """Import a public name's module on first use; no other name (a submodule is imported by
+    name: ``import loaderlab.plots``, not reached as ``loaderlab.plots`` after ``import loaderlab``)."""
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f"loaderlab.{_EXPORTS[name]}"), name)
         globals()[name] = value  # next time a plain attribute (for doctor: the function)
         return value
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"loaderlab.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"loaderlab.{name}":
-                raise
     raise AttributeError(f"module 'loaderlab' has no attribute {name!r}")
 
 

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from loaderlab._validate import require_positive, require_seconds
+from loaderlab.processes import group_members, kill_tree
 
 SHM_PATH = "/dev/shm"
 _CHILD_CODE = "import sys; from loaderlab.bounded import _child_main; _child_main(sys.argv[1])"
@@ -169,15 +168,15 @@ class BoundedChild:
             if exited:  # did it leave processes behind (workers it never shut down)?
                 exited_at = time.time()
                 settle = time.monotonic() + _SETTLE_S
-                while _group_members(pid) and time.monotonic() < settle:
+                while group_members(pid) and time.monotonic() < settle:
                     time.sleep(0.05)
-                left_running = len(_group_members(pid))
+                left_running = len(group_members(pid))
             elif not self.is_command and hasattr(signal, "SIGUSR1"):  # Windows has no SIGUSR1: no stack
                 with contextlib.suppress(OSError):  # ask for its stack (faulthandler), let it write it
                     os.kill(pid, signal.SIGUSR1)
                 _wait_for_exit(self.process, time.monotonic() + _DUMP_WAIT_S)
         finally:  # also on KeyboardInterrupt: nothing of the child may outlive this call
-            _kill_family(pid)
+            kill_tree(pid)
             self.process.wait()
         self._report = self._read(overran=not exited, seconds=time.monotonic() - self.started)
         self._report.exited_at, self._report.left_running = exited_at, left_running
@@ -220,7 +219,7 @@ class BoundedChild:
 
     def __del__(self) -> None:  # a child that is never read is not left running
         if getattr(self, "_report", True) is None and hasattr(self, "process"):
-            _kill_family(self.process.pid)
+            kill_tree(self.process.pid)
             self.process.wait()
             shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -270,7 +269,7 @@ def _child_main(payload_path: str) -> None:
 def _wait_for_exit(process: subprocess.Popen, deadline: float) -> bool:
     """Return True once ``process`` has exited, False at ``deadline``. The exited child is
     left unreaped (``WNOWAIT``), so its pid, and so its process group id, cannot be reused
-    before ``_kill_family``."""
+    before ``kill_tree``."""
     while True:
         if process.returncode is not None:
             return True
@@ -285,51 +284,6 @@ def _wait_for_exit(process: subprocess.Popen, deadline: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)
-
-
-def _kill_family(pid: int, wait_s: float = 5.0) -> None:
-    """Kill process ``pid``'s group and all its descendants (also those in sessions of their
-    own, like torchrun's ranks); return once none of them runs (at most ``wait_s``)."""
-    try:  # the descendants first: once their parent dies they can no longer be found
-        family = psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        family = []
-    if hasattr(os, "killpg"):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-    else:  # Windows has no process groups: the child itself, then the descendants found above
-        with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).kill()
-    for member in family:
-        with contextlib.suppress(psutil.Error):
-            member.kill()
-    deadline = time.monotonic() + wait_s
-    while (_group_members(pid) or any(map(_running, family))) and time.monotonic() < deadline:
-        time.sleep(0.02)  # SIGKILL is delivered, not waited for
-
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Return the pids of the processes in group ``pgid`` that are not zombies. Windows has no
-    process groups: there, the running descendants of process ``pgid`` while it still exists
-    (so processes that an exited child left behind are not counted)."""
-    if not hasattr(os, "getpgid"):
-        try:
-            return [proc.pid for proc in psutil.Process(pgid).children(recursive=True) if _running(proc)]
-        except psutil.Error:
-            return []
-    members = []
-    for proc in psutil.process_iter():
-        with contextlib.suppress(OSError, psutil.Error):
-            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
-                members.append(proc.pid)
-    return members
 
 
 _PRIVATE_SHM: dict[int, list[str] | None] = {}

@@ -24,6 +24,14 @@ class NoForkHere(RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
+def list_bytes(rows: list) -> int:
+    """Return the bytes a non-empty list occupies: its pointer array plus every object it holds
+    (``sys.getsizeof`` each: what CPython allocated, the same on every run)."""
+    if not isinstance(rows, list) or not rows:
+        raise TypeError("rows must be a non-empty list")
+    return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)
+
+
 def list_size_mb(rows: list[str]) -> float:
     """Return the memory (MB) a list of str occupies: its pointer array plus every string object.
 
@@ -32,7 +40,7 @@ def list_size_mb(rows: list[str]) -> float:
     """
     if not isinstance(rows, list) or not rows or not isinstance(rows[0], str):
         raise TypeError("rows must be a non-empty list of str")
-    return (sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)) / MB
+    return list_bytes(rows) / MB
 
 
 def tracked_pages() -> tuple[int, float]:

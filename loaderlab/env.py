@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-START_METHOD_VARIABLE = "LOADERLAB_START_METHOD"
+from loaderlab.processes import START_METHOD_VARIABLE, configured_start_method
+
 TEST_MODE_VARIABLE = "LOADERLAB_TEST_MODE"
 START_METHODS = ("fork", "spawn", "forkserver")
 FORKSERVER_PRELOAD = ("torch", "numpy", "loaderlab")
@@ -50,8 +51,8 @@ def apply_start_method() -> str:
     macOS and Windows default to ``spawn``; setting ``LOADERLAB_START_METHOD=spawn`` on Linux
     runs the course the way those users run it.
     """
-    wanted = os.environ.get(START_METHOD_VARIABLE, "").strip()
-    if wanted:
+    wanted = configured_start_method()
+    if os.environ.get(START_METHOD_VARIABLE, "").strip():
         if wanted not in multiprocessing.get_all_start_methods():
             raise ValueError(
                 f"{START_METHOD_VARIABLE}={wanted!r} is not available here; "

@@ -35,11 +35,12 @@ class Playground:
                  settings: Callable[..., Any], run: Callable[[Any, Callable[[float], None]], Any],
                  picture: Callable[[Any], Any], report: Callable[[Any], str], call: Callable[[Any], str],
                  notice: Callable[[Any], str] | None = None, preset: str | None = None,
-                 debounce_s: float = 0.5):
+                 debounce_s: float = 0.5, timer: Callable[..., Any] = threading.Timer):
         self.controls, self.presets, self.settings = dict(controls), dict(presets), settings
         self._run, self._picture, self._report, self._call = run, picture, report, call
         self._notice, self.debounce_s = notice, debounce_s
-        self.timer: threading.Timer | None = None
+        self._timer = timer  # threading.Timer; tests pass a fake that fires when told
+        self.timer: Any = None  # the pending redraw's timer
         self.lock = threading.Lock()  # one redraw at a time
         self.redraw_s: list[float] = []  # seconds each redraw took, run and picture
         self._quiet = False  # True while a preset sets the controls: no run per control
@@ -91,7 +92,7 @@ class Playground:
         if self.timer is not None:
             self.timer.cancel()
         self.status.value = "waiting for the controls to be still..."
-        self.timer = threading.Timer(self.debounce_s, self.redraw)
+        self.timer = self._timer(self.debounce_s, self.redraw)
         self.timer.daemon = True
         self.timer.start()
 

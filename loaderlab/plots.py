@@ -52,7 +52,7 @@ def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axe
     ax.set_xlabel("time since iter(loader) (s)")
     ax.set_title(title)
     ax.set_xlim(0, timeline.epoch_s * 1.02)
-    ax.figure.tight_layout()
+    ax.figure.tight_layout()  # type: ignore[union-attr]  # the Axes' own Figure, never a SubFigure
     return ax
 
 
@@ -82,7 +82,7 @@ def plot_worker_memory(
     ax.set_ylabel(f"{metric.upper()} (MB)")
     ax.set_title(title)
     ax.legend(loc="best", fontsize="small")
-    ax.figure.tight_layout()
+    ax.figure.tight_layout()  # type: ignore[union-attr]  # the Axes' own Figure, never a SubFigure
     return ax
 
 

@@ -7,7 +7,6 @@ import contextlib
 import http.server
 import importlib
 import importlib.util
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +27,7 @@ def snippet(name: str) -> ModuleType:
 def lesson(name: str) -> ModuleType:
     """Return notebooks/<name>.py imported by name, as workers import it (lesson modules may
     import each other)."""
-    sys.path.insert(0, str(ROOT / "notebooks"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(ROOT / "notebooks"))
+    return importlib.import_module(name)  # notebooks/ is on pytest's pythonpath (pyproject)
 
 
 @contextlib.contextmanager

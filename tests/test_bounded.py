@@ -10,7 +10,7 @@ import time
 import pytest
 from torch.utils.data import DataLoader
 
-from loaderlab import bounded
+from loaderlab import processes
 from loaderlab.bounded import run_bounded, stable_error
 from loaderlab.failures import CrashingDataset, source_line
 
@@ -30,6 +30,7 @@ def test_stable_error_keeps_first_and_last_line_without_ids():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_killed(tmp_path):
     done = run_bounded([sys.executable, "-c", "print('hi')"], bound_s=30).report()
     assert (done.returncode, done.output.strip(), done.timed_out, done.value) == (0, "hi", False, None)
@@ -80,7 +81,7 @@ def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
     with pytest.raises(RuntimeError, match="child failed: ValueError"):
         failing.result()
     for child in (demo, spawned, failing):
-        assert child.process.returncode is not None and not bounded._group_members(child.process.pid)
+        assert child.process.returncode is not None and not processes.group_members(child.process.pid)
 
 
 @pytest.mark.course
@@ -92,10 +93,11 @@ def test_bounded_child_notes_when_it_exited_and_counts_what_it_left_running():
     assert report.finished and report.value == 0
     assert before < report.exited_at <= time.time() and report.left_running == 1
     assert clean.report().exited_at is not None and clean.report().left_running == 0
-    assert not bounded._group_members(leaves_one.process.pid)  # what it left was killed after counting
+    assert not processes.group_members(leaves_one.process.pid)  # what it left was killed after counting
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_bounded_child_that_overruns_is_stopped_with_its_workers():
     from loaderlab.datasets import LatencyDataset
     from loaderlab.failures import consume
@@ -110,7 +112,7 @@ def test_bounded_child_that_overruns_is_stopped_with_its_workers():
     assert bound_s <= waited < bound_s + 3.0  # the bound, the stack request (1 s), the kill
     assert report.summary().startswith(f"the demo overran its {bound_s:g} s bound and was stopped")
     assert any("_try_get_data" in frame for frame in report.stuck_at)  # waiting for a batch
-    assert report.returncode is not None and not bounded._group_members(child.process.pid)  # workers too
+    assert report.returncode is not None and not processes.group_members(child.process.pid)  # workers too
     with pytest.raises(RuntimeError, match="did not finish within 10 s"):
         child.result()
 

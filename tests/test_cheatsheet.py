@@ -60,8 +60,7 @@ def test_recipes_have_a_section_for_every_topic_01_to_16():
 
 
 def test_the_cheat_sheet_is_one_recipe_per_pitfall_short_enough_to_print():
-    sys.path.insert(0, str(ROOT / "tools"))
-    import make_cheatsheet
+    from tools import make_cheatsheet
 
     page = (ROOT / "docs" / "cheatsheet.md").read_text()
     symptoms = [symptom for symptom, *_ in make_cheatsheet.PITFALLS]
@@ -171,6 +170,7 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
     loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1,
                                                               timeout_s=1)

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
 import time
 
 import pytest
 import torch
-from course_code import ROOT
 from torch.utils.data import DataLoader
 
 from loaderlab.checks import bottleneck
 from loaderlab.checks.bottleneck import check_bottleneck
 
-# The lab's pipeline, written by the solution's %%writefile lab14.py cell (solutions/ on the
-# path so that workers find it by name).
-sys.path.insert(0, str(ROOT / "solutions"))
+# The lab's pipeline, written by the solution's %%writefile lab14.py cell (solutions/ on
+# pytest's pythonpath, so that workers find it by name).
 lab14 = importlib.import_module("lab14")
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
@@ -69,6 +66,7 @@ def total_minus_steps(loader, train_step):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_correct_answers_pass(capsys):
     out = _verdict(capsys, lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4))
     assert out.startswith("✅ same 3 batches"), out
@@ -90,6 +88,7 @@ def test_wrong_fixes_fail_with_their_own_sentence(capsys, fix, sentence):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_more_workers_that_only_spread_the_slow_stage_fail(capsys):
     # the lab's 24 samples: 5 batches after the first, in the steady state of 2 workers (about
     # a third of the time waiting; a busy machine slows the step and the reads alike)
@@ -117,6 +116,7 @@ def test_stub_and_nothing_are_not_attempted(capsys):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     class Hangs(lab14.Records):
         def __getitem__(self, index):

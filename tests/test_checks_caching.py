@@ -6,20 +6,16 @@ The starting loader is built as the lab builds it, from notebook 04's lesson mod
 from __future__ import annotations
 
 import multiprocessing
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
+from lesson04_image_files import ImageFiles  # written by notebook 04 (notebooks/: pytest's pythonpath)
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks import caching
 from loaderlab.checks.caching import check_cached_loader
 from loaderlab.data import make_image_folder
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from lesson04_image_files import ImageFiles  # noqa: E402  (written by notebook 04)
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                                 reason="the lost cache of forked workers needs fork")

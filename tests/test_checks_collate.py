@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import random
-import sys
 
 import pytest
 import torch
 from course_code import ROOT
+
+# The correct answers are the code notebook 05 built: its lesson module and its sampler snippet.
+from lesson05_pad_collate import pad_collate  # notebooks/ is on pytest's pythonpath (pyproject)
 from torch.nn.utils.rnn import pad_sequence
 
 from loaderlab.checks import CheckerTypeError
@@ -21,11 +23,6 @@ from loaderlab.checks.collate import (
 )
 from loaderlab.collate import padding_waste
 
-# The correct answers are the code notebook 05 built: its lesson module and its sampler snippet.
-sys.path.insert(0, str(ROOT / "notebooks"))
-from lesson05_pad_collate import pad_collate
-
-sys.path.remove(str(ROOT / "notebooks"))
 _spec = importlib.util.spec_from_file_location("snippet_bucketing",
                                                ROOT / "docs" / "snippets" / "bucketing.py")
 _bucketing = importlib.util.module_from_spec(_spec)

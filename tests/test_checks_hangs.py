@@ -5,19 +5,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pickle
-import sys
 import threading
 
 import pytest
-from course_code import ROOT
 from torch.utils.data import DataLoader, get_worker_info
 
 from loaderlab.checks.hangs import check_hang_fix
 from loaderlab.labs.hangs import ResourceClient, epoch_with_lock_held
 
-# The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ stays on
-# the path so that spawned workers, which import it by name, find it too.
-sys.path.insert(0, str(ROOT / "solutions"))
+# The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ is on
+# pytest's pythonpath (pyproject), so spawned workers, which import it by name, find it too.
 ClientDataset = importlib.import_module("lab08").ClientDataset
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")

@@ -135,6 +135,7 @@ class Hangs(Counted):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_a_getitem_that_never_returns_is_answered_not_awaited(capsys, monkeypatch):
     monkeypatch.setattr(resume, "BOUND_S", 1.0)
     start = time.perf_counter()

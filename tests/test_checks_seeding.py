@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import time
 
 import numpy as np
 import pytest
 import torch
-from course_code import ROOT
 from torch.utils.data import ConcatDataset, Dataset, get_worker_info
 
 from loaderlab.checks import seeding
 from loaderlab.checks.seeding import SECTION, check_seeded_dataset, draws, repeats, repeats_across
 
-# solutions/ stays on the path so that spawned workers, which import lab07 by name, find it too
-sys.path.insert(0, str(ROOT / "solutions"))
+# solutions/ is on pytest's pythonpath (pyproject), so spawned workers, which import lab07 by
+# name, find it too
 Augmented = importlib.import_module("lab07").Augmented
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")

@@ -7,21 +7,17 @@ the lab's incomplete last batch of 4): each check reads a quarter as much."""
 from __future__ import annotations
 
 import multiprocessing
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import torch
+from lesson03_datasets import LatencyDataset  # written by notebook 03 (notebooks/: pytest's pythonpath)
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks import speed
 from loaderlab.checks.speed import check_fast_loader, reference_batches
 from loaderlab.loaders import same_batches
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from lesson03_datasets import LatencyDataset  # noqa: E402  (written by notebook 03)
 
 N_SAMPLES, BATCH_SIZE, LATENCY_S = 84, 8, 0.04
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import claims  # noqa: E402
-from links import notebook_anchor  # noqa: E402
+from tools import claims
+from tools.links import notebook_anchor
 
 LEDGER = ROOT / "docs" / "claims.md"
 VERDICTS = ("holds with a nuance", "holds", "stale", "wrong")

@@ -1,11 +1,10 @@
 """tools/course.py, the one entry point the Makefile calls (`make X` = `python3 tools/course.py X`):
 every Makefile target has its command and the other way round, make's variables reach it, the
 venv's Python is found per platform, setup runs again only when its inputs change, and the test
-commands take their arguments from tools/tiers.py. Nothing here installs: --dry-run only."""
+commands take their arguments from its tiers. Nothing here installs: --dry-run only."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shlex
@@ -16,11 +15,7 @@ from pathlib import Path
 import pytest
 from course_code import ROOT  # noqa: E402
 
-spec = importlib.util.spec_from_file_location("course", ROOT / "tools" / "course.py")
-course = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(course)
-sys.path.insert(0, str(ROOT / "tools"))
-import tiers  # noqa: E402
+from tools import course
 
 
 def _make_n(*args: str) -> list[str]:
@@ -116,33 +111,46 @@ def test_setup_runs_again_only_when_its_inputs_change(tmp_path, monkeypatch):
     assert not course.is_set_up("lab", venv)
 
 
-def test_test_commands_take_their_arguments_from_tiers():
+def test_test_commands_run_each_pass_of_their_tier():
     python = course.venv_python()
     for name in ("test", "unit", "notebooks", "test-spawn"):
-        env, args = tiers.tier(name)
+        passes = course.tier(name)
         lines = _dry(name)
-        expected = " ".join(
-            [*(f"{k}={v}" for k, v in env.items()), shlex.join([".venv/bin/python", "-m", "pytest", *args])]
-        )
-        assert lines[-1] == "+ " + expected, (name, lines)
-        if name == "test":
-            assert lines[-2].startswith(f"+ {python.relative_to(ROOT).as_posix()} -m ruff check")
+        expected = [
+            "+ " + " ".join([*(f"{k}={v}" for k, v in env.items()),
+                             shlex.join([".venv/bin/python", "-m", "pytest", *args])])
+            for env, args in passes
+        ]
+        assert lines[-len(passes):] == expected, (name, lines)
+        if name == "test":  # the lint first: ruff, mypy, the import contracts
+            venv = python.relative_to(ROOT).as_posix()
+            assert lines[-5].startswith(f"+ {venv} -m ruff check") and lines[-4] == f"+ {venv} -m mypy"
+            assert lines[-3].endswith("lint-imports --no-cache")
 
 
 def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):
     monkeypatch.setattr(course, "is_set_up", lambda level, venv=None: True)
-    monkeypatch.setattr(
-        course,
-        "tier",
-        lambda name, python: (_ for _ in ()).throw(
-            LookupError(f"tools/tiers.py gives no tier {name!r} (KeyError: {name!r})")
-        ),
-    )
+
+    def tier(name):
+        raise LookupError(f"no test tier {name!r}")
+
+    monkeypatch.setattr(course, "tier", tier)
     assert course.main(["check", "--dry-run"]) == 2
-    assert (
-        capsys.readouterr().out
-        == "course.py check: tools/tiers.py gives no tier 'check' (KeyError: 'check')\n"
-    )
+    assert capsys.readouterr().out == "course.py check: no test tier 'check'\n"
+
+
+def test_the_first_failing_pass_gives_the_status_and_every_pass_runs(monkeypatch):
+    monkeypatch.setattr(course, "lint", lambda run, python: 0)
+    statuses = iter([1, 0])
+    calls = []
+
+    def run(argv, env=None, **kwargs):
+        calls.append(argv)
+        return next(statuses)
+
+    assert course.test(run, "test", []) == 1 and len(calls) == 2
+    statuses = iter([0, 5])  # the timing pass selected nothing: no failure
+    assert course.test(run, "unit", []) == 0
 
 
 def test_preflight_and_student_need_no_setup(tmp_path, monkeypatch):

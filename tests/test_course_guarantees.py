@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -48,11 +47,9 @@ def test_at_most_a_quarter_of_code_cells_escape_output_comparison(path, record_p
 
 
 def _executor():
-    spec = importlib.util.spec_from_file_location("execute_notebooks",
-                                                  ROOT / "tools" / "execute_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from tools import execute_notebooks
+
+    return execute_notebooks
 
 
 # The forkserver pass runs the notebooks only. A solution's workers run code its

@@ -169,6 +169,7 @@ def test_weighted_mix_is_computed_from_the_labels():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_speed_notes_need_a_difference_beyond_noise(no_leaked_workers):
     # section 1 of notebook 17: 8 batches are too few to tell a difference from noise
     quiet = run(ex.fixed_held_rng, probes=["speed"], workers=(0,))
@@ -180,6 +181,7 @@ def test_speed_notes_need_a_difference_beyond_noise(no_leaked_workers):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_more_workers_than_cores_gets_the_measured_verdict(monkeypatch, capfd, no_leaked_workers):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)  # 1 usable core
     with warnings.catch_warnings():
@@ -316,6 +318,7 @@ def test_a_generator_seeded_from_the_worker_id_repeats_across_epochs_after_the_h
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_the_speed_sweep_starts_more_workers_only_when_a_batch_costs_enough(no_leaked_workers):
     cheap = run(ex.broken_last_batch_of_one, probes=["speed"]).figures["speed"]
     assert list(cheap["samples_per_s"]) == [0] and "cannot make it faster" in cheap["verdict"]
@@ -388,6 +391,7 @@ def test_a_dataset_that_raises_is_reported_not_raised(no_leaked_workers):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_time_budget_bounds_the_probe(no_leaked_workers):
     start = time.perf_counter()
     report = doctor(ex.broken_too_few_workers, time_budget_s=1.0, max_batches=1000)

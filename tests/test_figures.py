@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-from links import output_text  # noqa: E402
+from tools.links import output_text
 
 DOCS = ["README.md", "docs/cheatsheet.md", "docs/recipes.md", "docs/answers.md", "docs/claims.md"]
 NUMBER = r"\d{1,3}(?:[,  ]\d{3})+|\d+(?:\.\d+)?"  # 10 000, 2,000, 16.7

@@ -22,8 +22,7 @@ import psutil
 import pytest
 from course_code import ROOT  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tools"))
-import grade  # noqa: E402
+from tools import grade
 
 LAB = "01_loop_to_dataloader.ipynb"  # the fastest lab to grade (~3 s a submission on 2 idle cores)
 LOOP_TIMEOUT = 6  # seconds the looping answer may run

@@ -6,7 +6,6 @@ folder that is the only index (PIP_NO_INDEX, PIP_FIND_LINKS)."""
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import json
 import os
 import socket
@@ -20,9 +19,8 @@ from pathlib import Path
 import pytest
 from course_code import ROOT, static_server
 
-spec = importlib.util.spec_from_file_location("install", ROOT / "tools" / "install.py")
-install = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(install)
+from tools import install
+
 TORCH_PIN = f"torch=={importlib.metadata.version('torch').split('+')[0]}\n"
 
 
@@ -141,6 +139,7 @@ def test_a_failed_install_from_the_cpu_index_stops(tmp_path, monkeypatch, capsys
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_an_index_that_never_answers_is_given_up_after_the_probe_timeout():
     with socket.socket() as silent:  # accepts connections (backlog) but never replies
         silent.bind(("127.0.0.1", 0))
@@ -293,9 +292,8 @@ def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_pat
     assert _schema_errors(overrides) == []
     server = json.loads(targets["jupyter/jupyter_server_config.json"].read_text())
     assert server["MappingKernelManager"]["default_kernel_name"] == "loaderlab"
-    lab_spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
-    lab_server = importlib.util.module_from_spec(lab_spec)
-    lab_spec.loader.exec_module(lab_server)
+    from tools import lab_server
+
     opens = [
         a.split("/lab/tree/", 1)[1]
         for a in lab_server.server_command()

@@ -127,10 +127,7 @@ def test_lab_stubs_run_only_inside_checkers(path):
 @pytest.mark.skipif(not LABS, reason="no labs yet")
 @pytest.mark.parametrize("path", LABS, ids=[p.name for p in LABS])
 def test_lab_stub_runs_without_traceback_and_reports_not_attempted(path, monkeypatch):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    from execute_notebooks import run
+    from tools.execute_notebooks import run
 
     monkeypatch.setenv("LOADERLAB_TEST_MODE", "1")
     nb, _ = run(path, timeout=120, allow_errors=True)

@@ -28,6 +28,8 @@ def test_batches_in_flight_counts_prefetch_per_worker(no_leaked_workers):
     assert batches_in_flight(DataLoader(ds, batch_size=32, num_workers=2, prefetch_factor=4)) == 2
 
 
+@pytest.mark.course
+@pytest.mark.timing
 def test_batches_in_flight_stops_spawned_workers_before_they_start(tmp_path, monkeypatch, no_leaked_workers):
     # a spawned worker imports torch (about a second) before worker_init_fn runs: stopped at
     # once, none gets that far; waited for, every one would

@@ -10,12 +10,10 @@ tests/test_site.py checks the built site)."""
 from __future__ import annotations
 
 import json
-import sys
 
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import links  # noqa: E402
+from tools import links
 
 
 def test_a_notebook_heading_has_jupyterlabs_anchor():
@@ -63,7 +61,8 @@ def test_the_site_rewrites_a_jupyterlab_anchor_into_the_id_it_gives_that_heading
     rewrites every JupyterLab-form link into it. For every heading of every notebook, the
     rewritten anchor is the id the site gives that heading."""
     from mkdocs_jupyter.utils import slugify
-    from site_hooks import on_page_content, site_anchor
+
+    from tools.site_hooks import rewrite_links, site_anchor
 
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for heading in links.headings(links.notebook_markdown(nb)):
@@ -75,6 +74,6 @@ def test_the_site_rewrites_a_jupyterlab_anchor_into_the_id_it_gives_that_heading
 
     html = ('<a href="08_hangs_crashes_and_lifecycle.ipynb#4.-Persistent-workers-and-stale-dataset-state">'
             '<a href="#2.-What-each-worker-receives"><a href="https://example.org/x#Keep-Me">')
-    assert on_page_content(html, Page, None, None) == (
+    assert rewrite_links(html, Page) == (
         '<a href="08_hangs_crashes_and_lifecycle.html#4-persistent-workers-and-stale-dataset-state">'
         '<a href="#2-what-each-worker-receives"><a href="https://example.org/x#Keep-Me">')

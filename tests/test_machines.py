@@ -9,8 +9,7 @@ import sys
 
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import machines  # noqa: E402
+from tools import machines
 
 CELL = re.compile(r"^(✅ \d+ s|❌ .+|not run)$")
 
@@ -60,7 +59,7 @@ def test_a_simulated_profile_shows_its_cpu_count_to_a_new_python():
 
 
 def test_a_failed_notebook_is_reported_as_its_cell_and_error_in_one_line():
-    import execute_notebooks
+    from tools import execute_notebooks
 
     class CellError(Exception):
         ename, evalue, cell_number = "\x1b[31mAssertionError\x1b[39m", "expected\n  one warning", 14

@@ -66,6 +66,7 @@ def test_throughput_stops_at_max_batches_and_runs_the_step(no_leaked_workers):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_latency_dataset_throughput_grows_3x_from_0_to_4_workers(no_leaked_workers):
     # steady rates: the workers' start-up (tens of ms idle, far more on a loaded machine) is not
     # what grows with the number of workers; the sleeps overlap whatever else runs
@@ -160,6 +161,7 @@ def cpu_seconds(run) -> float:
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_tracer_overhead_is_under_5_percent_on_the_latency_dataset():
     """The tracer's extra work is CPU time in this process (num_workers=0), so it is compared in
     CPU time: waiting for a busy core stretches the epochs' wall time, not their CPU time. Margin:
@@ -215,29 +217,43 @@ def test_live_workers_sees_forkserver_workers_but_not_the_forkserver():
 # ------------------------------------------------------------- Tracer: the notebook's own loop
 
 
-@pytest.mark.course
-def test_tracer_watches_the_loop_the_notebook_writes(no_leaked_workers):
-    tracer = loaderlab.Tracer()
+def _watched_loop(tracer: loaderlab.Tracer) -> list[int]:
+    """The loop notebook 03 writes, over 8 batches of 4 samples that take 4 x 5 ms each."""
     loader = DataLoader(LatencyDataset(n=32, latency_s=0.005), batch_size=4, num_workers=2,
                         collate_fn=tracer.collate)
     seen = []
     for xb, _yb in tracer.watch(loader):
         seen.append(len(xb))
         time.sleep(0.01)  # the training step
-    assert seen == [4] * 8  # the loop gets plain batches, not the tracer's tags
+    return seen
+
+
+@pytest.mark.course
+def test_tracer_watches_the_loop_the_notebook_writes(no_leaked_workers):
+    tracer = loaderlab.Tracer()
+    assert _watched_loop(tracer) == [4] * 8  # the loop gets plain batches, not the tracer's tags
     run = tracer.throughput
     assert run.batches == 8 and run.samples == 32
-    assert run.step_s == pytest.approx(0.08, abs=0.04)  # 8 sleeps of 10 ms; ±40 ms for oversleeping
     assert run.wait_s + run.step_s <= run.seconds + 1e-6
     timeline = tracer.timeline
     assert timeline.batches_per_worker() == {0: 4, 1: 4}
     for r in timeline.records:
         assert r["start"] <= r["end"] <= r["received"] + 1e-3  # a batch is made before it arrives
-    # a batch takes 4 x 5 ms to fetch: the typical bar is that long, not the first (start-up)
-    assert 0.018 <= timeline.typical_load_s < 0.06  # 20 ms: 2 ms clock slack below, 3x above
 
 
 @pytest.mark.course
+@pytest.mark.timing
+def test_tracer_times_the_steps_and_the_typical_batch_of_that_loop(no_leaked_workers):
+    tracer = loaderlab.Tracer()
+    _watched_loop(tracer)
+    # 8 sleeps of 10 ms; ±40 ms for oversleeping
+    assert tracer.throughput.step_s == pytest.approx(0.08, abs=0.04)
+    # a batch takes 4 x 5 ms to fetch: the typical bar is that long, not the first (start-up)
+    assert 0.018 <= tracer.timeline.typical_load_s < 0.06  # 20 ms: 2 ms clock slack below, 3x above
+
+
+@pytest.mark.course
+@pytest.mark.timing
 def test_tracer_timeline_shows_idle_workers_waiting_for_indices(no_leaked_workers):
     # fast loading, slow step: after the first 2 x 2 batches, a worker starts a batch only when
     # the main process has taken one and sent a new index, so bars begin after a receipt
@@ -285,6 +301,7 @@ def _cpu_s(pid: int) -> float:
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_others_cpu_counts_a_busy_program_outside_this_process_tree_but_not_our_workers(tmp_path):
     """Each busy program's own CPU time is the yardstick, so the test holds on a saturated machine."""
     import subprocess

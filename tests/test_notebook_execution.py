@@ -4,14 +4,12 @@ tests and the grader all build their client there (nbval runs the test tier's no
 from __future__ import annotations
 
 import re
-import sys
 
 import nbformat
 from course_code import ROOT
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(ROOT / "tools"))
-import execute_notebooks  # noqa: E402
+from tools import execute_notebooks
 
 CONSTRUCTED = re.compile(r"(?<!class )\b\w*NotebookClient\(\s*\w")  # a call, not `class X(NotebookClient)`
 
@@ -23,7 +21,7 @@ def test_every_runner_builds_its_client_in_execute_notebooks():
              if p.name != "test_notebook_execution.py" and CONSTRUCTED.search(p.read_text())]
     assert found == [], f"these build a NotebookClient of their own: {found}"
     for runner in ("tools/grade.py", "tests/test_labs.py"):
-        assert "from execute_notebooks import" in (ROOT / runner).read_text(), runner
+        assert "from tools.execute_notebooks import" in (ROOT / runner).read_text(), runner
 
 
 def test_client_takes_a_subclass_and_options_and_keeps_the_course_settings(tmp_path):

@@ -109,14 +109,34 @@ def _playground(runs: list, fail: bool = False):
 
     return module, Playground(controls, module.PRESETS, module.Settings, run=run, preset="CPU-bound decode",
                               picture=lambda result: matplotlib.figure.Figure(figsize=(1, 1)),
-                              report=lambda result: "report", debounce_s=0.5,
+                              report=lambda result: "report", debounce_s=0.5, timer=FakeTimer,
                               call=lambda result: module.loader_call(result["settings"]))
 
 
-def _settled(playground, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while playground.timer is not None and playground.timer.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
+class FakeTimer:
+    """threading.Timer's interface with a fake clock: nothing fires until the test says so, so
+    "changes within the debounce make one run" is logic, not a race with a 0.5 s timer."""
+
+    def __init__(self, interval: float, function) -> None:
+        self.interval, self.function, self.daemon = interval, function, False
+        self.started = self.cancelled = self.fired = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def is_alive(self) -> bool:
+        return self.started and not (self.cancelled or self.fired)
+
+
+def _settled(playground) -> None:
+    """The controls have been still for the debounce: the pending timer fires (once)."""
+    timer = playground.timer
+    if timer is not None and timer.is_alive():
+        timer.fired = True
+        timer.function()
     playground.close()
 
 

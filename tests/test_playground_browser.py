@@ -76,10 +76,9 @@ def _free_port() -> int:
 def _lab_command(port: int, token: str, root: Path) -> list[str]:
     """`make lab`'s command (tools/lab_server.py) with the copy as its root, and the app exposed to
     scripts."""
-    spec = importlib.util.spec_from_file_location("lab_server", ROOT / "tools" / "lab_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    argv = module.server_command(port=port, token=token, browser=False)
+    from tools import lab_server
+
+    argv = lab_server.server_command(port=port, token=token, browser=False)
     argv = [a for a in argv if not a.startswith(("--ServerApp.root_dir=", "--LabApp.default_url="))]
     return argv + [f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True"]
 

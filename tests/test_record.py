@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 
 import nbformat
 import pytest
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import record  # noqa: E402
+from tools import record
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 IDS = [f"{p.parent.name}/{p.name}" for p in NOTEBOOKS]

@@ -4,14 +4,11 @@ own record (metadata.loaderlab.record, written by the recorder, tools/record.py)
 
 from __future__ import annotations
 
-import sys
-
 import nbformat
 import pytest
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import runtimes  # noqa: E402
+from tools import runtimes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 

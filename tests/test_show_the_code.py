@@ -2,7 +2,7 @@
 
 - A ``%%writefile lessonNN.py`` cell and the committed module it writes are the same text,
   and a notebook imports a lesson module only after the cell that writes it.
-- Converted notebooks import no lesson piece from ``loaderlab`` (a Dataset, Sampler,
+- Notebooks import no lesson piece from ``loaderlab`` (a Dataset, Sampler,
   collate_fn, worker_init_fn or a function that builds a DataLoader) and at most 10 lines of
   ``loaderlab`` imports.
 - Every snippet shown under "In your own code" is an excerpt of a file in ``docs/snippets/``,
@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import os
 import re
 import subprocess
 import sys
@@ -27,12 +26,9 @@ from torch.utils.data import Dataset, IterableDataset, Sampler
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
-# Every notebook follows the convention ("Show the code" 1-3 of 3). A new notebook joins the
-# list when it is converted: LOADERLAB_CONVERTED_EXTRA=18 checks it before it does.
-_EXTRA = {n for n in os.environ.get("LOADERLAB_CONVERTED_EXTRA", "").split(",") if n}
-CONVERTED = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.name[:2] in {
-    "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11",
-    "12", "13", "14", "15", "16", "17", "18"} | _EXTRA]
+# Every notebook in notebooks/ follows the convention (the allowlist of converted notebooks
+# that once stood here listed them all, so it is gone: a new notebook is checked from its start).
+LESSONS = [p for p in NOTEBOOKS if p.parent.name == "notebooks"]
 WRITEFILE = re.compile(r"\A%%writefile(?: -a)? (\S+)\n")
 
 
@@ -124,8 +120,8 @@ def lesson_pieces_from_loaderlab(source: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", CONVERTED, ids=_ids(CONVERTED))
-def test_converted_notebooks_take_no_lesson_code_from_the_package(path):
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
+def test_notebooks_take_no_lesson_code_from_the_package(path):
     pieces, import_lines = [], 0
     for source in code_cells(path):
         pieces += lesson_pieces_from_loaderlab(source)
@@ -157,7 +153,7 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("path", CONVERTED, ids=_ids(CONVERTED))
+@pytest.mark.parametrize("path", LESSONS, ids=_ids(LESSONS))
 def test_every_snippet_shown_is_an_excerpt_of_a_tested_snippet_file(path):
     blocks = shown_snippets(path)
     assert blocks, f"{path.name} shows no snippet under '## In your own code'"

@@ -22,7 +22,7 @@ HREF = re.compile(r'(?:href|src)="([^"]+)"')
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    result = subprocess.run([sys.executable, "tools/build_site.py", "--site-dir", str(out)], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "tools.build_site", "--site-dir", str(out)], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     return out

@@ -20,6 +20,7 @@ def sleep_step(seconds):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_data_wait_fraction_tells_data_bound_from_compute_bound():
     module, slow_reads = snippet("data_wait"), lesson("lesson14_slow_reads").SlowReads
     dataset = slow_reads(n=32, read_s=0.010)  # 40 ms per batch of 4
@@ -49,6 +50,8 @@ def test_profile_steps_records_the_dataloader_event_inside_each_data_range(tmp_p
     assert names.count("data") == names.count(event) == names.count("step") == 3
 
 
+@pytest.mark.course
+@pytest.mark.timing
 def test_out_of_order_loader_lets_batches_overtake_a_slow_one():
     dataset = lesson("lesson14_slow_reads").SlowReads(n=16, read_s=0.0, slow=(0,), slow_s=0.5)
     loader = snippet("out_of_order").out_of_order_loader(dataset, batch_size=4, shuffle=False, num_workers=2)

@@ -60,6 +60,7 @@ def test_the_batches_are_loaded_by_several_threads_of_this_process():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_sixteen_threads_overlap_the_waits():
     dataset = Probe(128, latency_s=0.01)  # 1.28 s when one reader waits for every sample
     loader = snippet("thread_loader").thread_loader(dataset, batch_size=8, num_workers=16)

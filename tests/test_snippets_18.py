@@ -25,6 +25,7 @@ def test_loader_limits_names_the_smallest_limit():
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_workers_to_keep_up_keeps_a_real_loop_from_waiting():
     module = snippet("loader_limits")
     # 20 ms a batch, 12 ms a step

@@ -1,4 +1,4 @@
-"""The spawn guard (tests/machines/spawnguard.py) that make test's fork run of notebooks/ uses
+"""The spawn guard (tools/simulation/spawnguard.py) that make test's fork run of notebooks/ uses
 instead of a second run under forkserver: it names what spawn could not send to a worker."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import torch
 from course_code import ROOT
 from torch.utils.data import TensorDataset
 
-sys.path.insert(0, str(ROOT / "tests" / "machines"))
-import spawnguard  # noqa: E402
+from tools.simulation import spawnguard
 
 
 class InModule:
@@ -62,7 +61,7 @@ def test_a_kernel_with_the_guard_writes_what_a_default_loader_could_not_send(tmp
               "    def __getitem__(self, i): return i\n"
               "list(DataLoader(Cell(), batch_size=2, num_workers=2))\n"
               "list(DataLoader(Cell(), batch_size=2, num_workers=2, multiprocessing_context='fork'))\n")
-    env = dict(os.environ, LOADERLAB_SPAWN_GUARD=str(tmp_path), PYTHONPATH=str(ROOT / "tests" / "machines"))
+    env = dict(os.environ, LOADERLAB_SPAWN_GUARD=str(tmp_path), PYTHONPATH=str(ROOT / "tools" / "simulation"))
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
     reports = list(tmp_path.glob("*.txt"))
     assert len(reports) == 1  # the default loader only: the one that names fork is left alone

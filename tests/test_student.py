@@ -12,8 +12,7 @@ import zipfile
 import pytest
 from course_code import ROOT
 
-sys.path.insert(0, str(ROOT / "tools"))
-import make_student  # noqa: E402
+from tools import make_student
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +39,8 @@ def test_the_bundle_has_what_a_student_runs(bundle):
     for needed in ("README.md", "Makefile", "requirements.txt", "pyproject.toml", "loaderlab/__init__.py",
                    "loaderlab/checks/report.py", "tools/lab_server.py", "notebooks/00_start_here.ipynb",
                    # `make lab` and `py tools/course.py lab` (Windows), preflight before install
-                   "tools/course.py", "tools/install.py", "tools/preflight.py", "loaderlab/cores.py",
+                   "tools/course.py", "tools/install.py", "tools/preflight.py", "tools/__init__.py",
+                   "loaderlab/cores.py",
                    "docs/install.md", "jupyter/overrides.json"):
         assert needed in names, needed
     tracked = {f"labs/{p.name}" for p in (ROOT / "labs").glob("*.ipynb")}

@@ -18,10 +18,7 @@ from course_code import ROOT
 
 
 def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"tools.{name}")
 
 
 def test_lab_stub_replaces_each_solution_region_keeping_indentation():
@@ -48,7 +45,7 @@ def test_lab_stub_replaces_each_solution_region_keeping_indentation():
 
 
 def test_labs_are_up_to_date_with_solutions():
-    result = subprocess.run([sys.executable, "tools/make_labs.py", "--check"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "tools.make_labs", "--check"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -144,6 +141,7 @@ def test_soak_reports_each_failing_cell_with_what_differed(tmp_path):
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_soak_load_keeps_one_core_busy_and_ends_by_itself():
     soak = _tool("soak")
     busy = soak.busy_core(2.0)

@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from loaderlab import bounded, failures
+from loaderlab import bounded, failures, processes
 
 SPAWNS_A_GRANDCHILD = (
     "import subprocess, sys, time; "
@@ -42,15 +42,17 @@ def test_kill_family_without_process_groups_kills_the_child_and_its_descendants(
     child = subprocess.Popen([sys.executable, "-c", SPAWNS_A_GRANDCHILD])
     try:
         family = _family(child.pid)
-        assert bounded._group_members(child.pid) == [family[1].pid]  # its running descendants
-        bounded._kill_family(child.pid)
+        assert processes.group_members(child.pid) == [family[1].pid]  # its running descendants
+        processes.kill_tree(child.pid)
         child.wait(timeout=10)
-        assert not [p for p in family if bounded._running(p)]
+        assert not [p for p in family if processes.running(p)]
     finally:
         child.kill()
         child.wait()
 
 
+@pytest.mark.course
+@pytest.mark.timing
 def test_an_overrunning_child_is_stopped_without_sigusr1(monkeypatch):
     _without(monkeypatch, signal, "SIGUSR1")
     _without(monkeypatch, os, "killpg", "getpgid")

@@ -19,6 +19,7 @@ from loaderlab.measure import (
 
 
 @pytest.mark.course
+@pytest.mark.timing
 def test_overlap_fraction_is_zero_without_workers_and_high_with_them(no_leaked_workers):
     ds = LatencyDataset(n=48, latency_s=0.01)
     alone = loaderlab.trace_timeline(DataLoader(ds, batch_size=2), step=0.03)

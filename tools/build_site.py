@@ -1,12 +1,13 @@
 """Build the static site under site/ from the stored executed notebooks (`make html`).
 
-Usage: python tools/build_site.py [--site-dir DIR]   (default: site/)
+Usage: python -m tools.build_site [--site-dir DIR]   (default: site/)
 Stages README.md (as the index, with the course map), docs/*.md, notebooks/ and solutions/
 into build/site-src, writes the navigation, then runs `mkdocs build`. Nothing is executed.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -61,8 +62,13 @@ def stage() -> list:
     return nav
 
 
-def main(argv: list[str]) -> int:
-    site_dir = Path(argv[argv.index("--site-dir") + 1]).resolve() if "--site-dir" in argv else ROOT / "site"
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.build_site", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--site-dir", type=Path, default=ROOT / "site",
+                        help="where the site goes (default: site/)")
+    site_dir = parser.parse_args(argv).site_dir.resolve()
     nav = stage()
     config = ROOT / "build" / "mkdocs.generated.yml"
     base = (ROOT / "mkdocs.yml").read_text()
@@ -76,4 +82,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -22,8 +22,10 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from links import headings, notebook_anchor, output_text  # noqa: E402
+try:  # imported as tools.claims (the tests)
+    from tools.links import headings, notebook_anchor, output_text
+except ImportError:  # run as a script, `python tools/claims.py` (make claims): its folder is on sys.path
+    from links import headings, notebook_anchor, output_text  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "docs" / "claims.md"

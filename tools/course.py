@@ -10,8 +10,8 @@ installer, the JupyterLab settings): a stamp in .venv records what was installed
 
 Two installs: `lab` (and `setup`) install what the notebooks and labs import (requirements.txt);
 the maintainers' commands (test, check, lint, execute, html, ...) add the test, lint and site
-tools (requirements-dev.txt). The test commands take their environment and pytest's arguments
-from tools/tiers.py. `--dry-run` prints the commands without running them.
+tools (requirements-dev.txt). The test commands run pytest with the tiers below (CHECK, COURSE,
+TIMING...). `--dry-run` prints the commands without running them.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "preflight": (None, "is this machine ready? (before setup: the standard library checks)"),
     "wheelhouse": ("lab", "download every wheel a student needs into wheelhouse/"),
     "student": (None, "zip the course for students: build/loaderlab-student.zip"),
-    "test": ("dev", "lint, then the course tier of tests (tools/tiers.py)"),
-    "check": ("dev", "lint, then the fast deterministic tier (tools/tiers.py)"),
+    "test": ("dev", "lint, then every test, notebook and solution (timing tests alone)"),
+    "check": ("dev", "lint, then the fast deterministic tier (no clock, no kernel)"),
     "test-spawn": ("dev", "every notebook and solution with workers started by spawn"),
     "test-machines": ("dev", "the course under 1 real and simulated bigger CPU counts (tools/machines.py)"),
     "unit": ("dev", "the unit tests only"),
@@ -67,7 +67,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "claims": (None, "rebuild docs/claims.md from the notebooks' printed verdicts (--check: only check)"),
     "html": ("dev", "build the static site under site/"),
     "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
-    "lint": ("dev", "ruff over the code, tests, notebooks and solutions"),
+    "lint": ("dev", "ruff over the code, tests and notebooks; mypy; the import contracts"),
     "clean": (None, "remove .venv, site/ and pytest's cache"),
 }
 
@@ -180,30 +180,71 @@ def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool
     return 0
 
 
-def tier(name: str, python: Path) -> tuple[dict[str, str], list[str]]:
-    """(extra environment, pytest arguments) of the test tier ``name``, from tools/tiers.py as
-    ``python`` sees it (whether outputs are compared depends on that Python's version)."""
-    code = (
-        "import json, sys; sys.path.insert(0, 'tools'); from tiers import tier; "
-        "print(json.dumps(tier(sys.argv[1])))"
-    )
-    done = subprocess.run([os.fspath(python), "-c", code, name], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LookupError(f"tools/tiers.py gives no tier {name!r} ({last})")
-    env, args = json.loads(done.stdout)
-    return env, args
+# The test tiers: which tests each test command runs (the one place that says so; the root
+# conftest.py takes CHECK from here, so `python -m pytest` alone runs the check tier). A tier is
+# one or two pytest passes: the tests in parallel, then the tests marked `timing` (they assert
+# on wall-clock time) alone in one process, so that no other test competes with their clocks.
+NOT_RELEASE = "not spawn and not forkserver and not release"
+CHECK = f"not course and not timing and {NOT_RELEASE}"
+COURSE = f"not timing and {NOT_RELEASE}"
+TIMING = f"timing and {NOT_RELEASE}"
+RELEASE = "spawn or forkserver or release"
+RECORDED_ON = ("linux", (3, 11))  # where stored notebook outputs are compared (conftest.py)
+# Work units (a test module, a notebook) go out longest first, by their last measured time
+# (conftest.py); a third process keeps 2 cores busy while kernels start and workers sleep.
+UNITS = ["--dist", "loadscope", "--no-loadscope-reorder"]
+
+
+def compare_outputs(platform: str | None = None, version: tuple[int, int] | None = None) -> bool:
+    """True where stored notebook outputs are compared: the platform they were recorded on."""
+    platform = sys.platform if platform is None else platform
+    version = (sys.version_info[0], sys.version_info[1]) if version is None else version
+    return platform.startswith(RECORDED_ON[0]) and version == RECORDED_ON[1]
+
+
+def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
+    """The pytest passes of the test tier ``name``: (extra environment, pytest arguments) each,
+    run one after the other from the repository root."""
+    serial = ["-p", "no:xdist"]  # one process: nothing else runs beside a timing test
+    tiers: dict[str, list[tuple[dict[str, str], list[str]]]] = {
+        "check": [({}, ["-n", "2", "-m", CHECK, "--durations=5", "tests"])],
+        "test": [
+            ({"LOADERLAB_BUDGET_SECONDS": "90"},
+             ["-n", "3", *UNITS, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"]),
+            ({}, [*serial, "-m", TIMING, "--durations=5", "tests"]),
+        ],
+        "test-spawn": [
+            ({}, ["-n", "2", "--dist", "load", "-m", f"({RELEASE}) and not timing", "--durations=8",
+                  "tests"]),
+            ({}, [*serial, "-m", f"({RELEASE}) and timing", "tests"]),
+        ],
+        "unit": [({}, ["-n", "2", *UNITS, "-m", COURSE, "tests"]), ({}, [*serial, "-m", TIMING, "tests"])],
+        "notebooks": [({}, ["-m", COURSE, "notebooks", "solutions"])],
+    }
+    if name not in tiers:
+        raise LookupError(f"no test tier {name!r} (the tiers: {', '.join(tiers)})")
+    return tiers[name]
 
 
 def lint(run: Runner, python: Path) -> int:
-    return run([python, "-m", "ruff", "check", *LINT_PATHS])
+    """ruff over the code, tests and notebooks; mypy over the package and the tools; the import
+    contracts of the package's layers (pyproject.toml says what each checks); the first failure's
+    status (each runs)."""
+    steps: list[list[str | os.PathLike]] = [
+        [python, "-m", "ruff", "check", *LINT_PATHS],
+        [python, "-m", "mypy"],
+        [python.with_name("lint-imports.exe" if sys.platform == "win32" else "lint-imports"), "--no-cache"],
+    ]
+    return next((status for status in [run(step) for step in steps] if status), 0)
 
 
 def test(run: Runner, name: str, extra: Sequence[str]) -> int:
-    """Lint (for `test` and `check`), then pytest with the tier's environment and arguments."""
+    """Lint (for `test` and `check`), then each pytest pass of the tier; the first failure's
+    status (every pass runs: one report holds every failure). A pass that selects no test
+    (pytest's status 5, e.g. no timing test among those named) is no failure."""
     python = venv_python()
     try:
-        env, args = tier(name, python if python.exists() else Path(sys.executable))
+        passes = tier(name)
     except LookupError as exc:
         print(f"course.py {name}: {exc}")
         return 2
@@ -211,9 +252,8 @@ def test(run: Runner, name: str, extra: Sequence[str]) -> int:
         status = lint(run, python)
         if status:
             return status
-    if name == "test" and "--nbval-lax" in args:
-        print("outputs not compared here (recorded on Linux, Python 3.11): notebooks run in nbval's lax mode")
-    return run([python, "-m", "pytest", *args, *extra], env=env)
+    statuses = [run([python, "-m", "pytest", *args, *extra], env=env) for env, args in passes]
+    return next((s for s in statuses if s not in (0, 5)), 0)
 
 
 def clean(run: Runner) -> int:
@@ -273,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if status or command == "setup":
             return status
     if command == "lab":  # notebooks choose their own matplotlib backend (inline)
-        return run([python, "tools/lab_server.py", *extra], unset=["MPLBACKEND"])
+        return run([python, "-m", "tools.lab_server", *extra], unset=["MPLBACKEND"])
     if command == "wheelhouse":
         return run([python, "tools/install.py", "wheelhouse", *extra])
     if command in TEST_TIERS:
@@ -282,17 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (ROOT / "tools" / "machines.py").is_file():
             print("course.py test-machines: tools/machines.py is not in this checkout yet")
             return 2
-        return run([python, "tools/machines.py", *extra])
+        return run([python, "-m", "tools.machines", *extra])
     if command == "execute":
-        return run([python, "tools/execute_notebooks.py", *extra])
+        return run([python, "-m", "tools.execute_notebooks", *extra])
     if command == "record":
-        return run([python, "tools/record.py", *extra])
+        return run([python, "-m", "tools.record", *extra])
     if command == "labs":
-        return run([python, "tools/make_labs.py", *(["--check"] if args.check else []), *extra])
+        return run([python, "-m", "tools.make_labs", *(["--check"] if args.check else []), *extra])
     if command == "html":
-        return run([python, "tools/build_site.py", *extra])
+        return run([python, "-m", "tools.build_site", *extra])
     if command == "soak":
-        return run([python, "tools/soak.py", str(args.runs), *(["--load"] if args.load else []), *extra])
+        load = ["--load"] if args.load else []
+        return run([python, "-m", "tools.soak", "--runs", str(args.runs), *load, *extra])
     if command == "lint":
         return lint(run, python)
     raise AssertionError(command)

@@ -3,7 +3,7 @@
 Each notebook runs in its own kernel from its own folder with LOADERLAB_TEST_MODE=1 (stable
 progress output) and without per-cell timing metadata, so a re-run changes a notebook's file
 only where its outputs changed. Usage:
-python tools/execute_notebooks.py [--no-write] [NOTEBOOK ...]
+python -m tools.execute_notebooks [--no-write] [NOTEBOOK ...]
 (--no-write only checks that they run, e.g. with LOADERLAB_START_METHOD=spawn). This writes outputs
 only (`make execute`); the course's record, with its run time, peak memory and what it was taken
 on, comes from the recorder, tools/record.py (`make record`), which runs each notebook through
@@ -14,6 +14,7 @@ tests (tests/test_labs.py, tests/test_course_guarantees.py) and tools/machines.p
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -128,17 +129,29 @@ def failure(exc: BaseException) -> str:
     return where + " ".join(ANSI.sub("", what).split())
 
 
-def main(argv: list[str]) -> int:
-    if "--record" in argv:  # the recorder: one implementation of the course's record
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import record
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.execute_notebooks", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("notebook", nargs="*",
+                        help="notebooks or folders (default: notebooks/ and solutions/)")
+    parser.add_argument("--no-write", action="store_true", help="only check that they run")
+    parser.add_argument("--record", action="store_true",
+                        help="hand over to the recorder (tools/record.py: make record)")
+    args, rest = parser.parse_known_args(argv)
+    if args.record:  # the recorder: one implementation of the course's record
+        try:
+            from tools import record
+        except ImportError:  # run as a script, `python tools/execute_notebooks.py`
+            import record  # type: ignore[no-redef]
 
-        return record.main([a for a in argv if a != "--record"])
+        return record.main([*args.notebook, *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     os.environ["LOADERLAB_TEST_MODE"] = "1"
-    write = "--no-write" not in argv
-    argv = [a for a in argv if a != "--no-write"]
+    write = not args.no_write
     failed = 0
-    for path in notebooks(argv):
+    for path in notebooks(args.notebook):
         rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:
             seconds = execute(path, write=write)
@@ -152,4 +165,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

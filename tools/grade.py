@@ -64,7 +64,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
-sys.path.insert(0, str(ROOT / "tools"))  # execute_notebooks, imported when a submission runs
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
@@ -393,7 +392,10 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     '' or why it failed, and the checks with their verdicts."""
     import nbformat
     import psutil
-    from execute_notebooks import client as notebook_client  # the course's one way to run a notebook
+    try:  # the course's one way to run a notebook (imported as tools.grade, or run as a script)
+        from tools.execute_notebooks import client as notebook_client
+    except ImportError:
+        from execute_notebooks import client as notebook_client  # type: ignore[no-redef]
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     official, checks, closing = lab_checks(course.labs[lab_name])

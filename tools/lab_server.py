@@ -9,6 +9,7 @@ for a check (`make preflight`) and stops it with everything it started.
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import socket
@@ -113,8 +114,16 @@ def started(timeout: float = 45.0) -> Iterator[Callable[[str], tuple[int, bytes]
         raise RuntimeError(f"{left} of JupyterLab's processes outlived it")
 
 
-if __name__ == "__main__":
-    argv = server_command(browser="--no-browser" not in sys.argv)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.lab_server", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    command = server_command(browser=not parser.parse_args(argv).no_browser)
     if sys.platform == "win32":  # Windows has no exec: os.execv would return to the shell at once
-        sys.exit(subprocess.call(argv, cwd=ROOT))
-    os.execv(argv[0], argv)
+        sys.exit(subprocess.call(command, cwd=ROOT))
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

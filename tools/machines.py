@@ -1,20 +1,20 @@
 """Run every notebook and solution on other machines' profiles; write docs/machines.md.
 
 `make test-machines` runs this: each notebook under 1 real core (`taskset -c 0`) and under 8
-and 16 simulated CPUs (tests/machines/sitecustomize.py on PYTHONPATH with
+and 16 simulated CPUs (tools/simulation/sitecustomize.py on PYTHONPATH with
 LOADERLAB_SIMULATED_CPUS=N: os, multiprocessing and psutil report N CPUs, in the kernel and its
 workers; the real cores do the work). Outputs are not compared (tools/execute_notebooks.py
 --no-write): every cell must run and every assertion hold. The table in docs/machines.md keeps
 the last result of each notebook on each profile (Python version and start method included);
 a run over some notebooks updates their rows only.
 
-Usage: python tools/machines.py [--profile NAME ...] [NOTEBOOK ...]   (default: all of both)
+Usage: python -m tools.machines [--profile NAME ...] [NOTEBOOK ...]   (default: all of both)
 Exit status 1 when a notebook failed on a profile that ran.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import argparse
 import os
 import re
 import shutil
@@ -24,10 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from loaderlab.processes import configured_start_method
+from tools.execute_notebooks import FOLDERS, notebooks  # the course's one list of notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "docs" / "machines.md"
-FOLDERS = ("notebooks", "solutions")
-SIMULATION = ROOT / "tests" / "machines"
+SIMULATION = ROOT / "tools" / "simulation"
 TIMEOUT_S = 900  # one notebook on one profile; a notebook's budget is 45 s on 2 idle cores
 NOT_RUN = "not run"
 
@@ -53,18 +55,12 @@ def python_version() -> str:
 
 def start_method() -> str:
     """The start method the notebooks' workers get here (LOADERLAB_START_METHOD, else the default)."""
-    return os.environ.get("LOADERLAB_START_METHOD", "").strip() or multiprocessing.get_start_method()
+    return configured_start_method()
 
 
 def column(profile: Profile, python: str | None = None, method: str | None = None) -> str:
     """The table's column for a profile: '1 core · Python 3.11 · fork'."""
     return f"{profile.name} · Python {python or python_version()} · {method or start_method()}"
-
-
-def notebooks(args: list[str]) -> list[Path]:
-    if args:
-        return [Path(a).resolve() for a in args]
-    return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
 def environment(profile: Profile) -> dict[str, str]:
@@ -79,8 +75,7 @@ def environment(profile: Profile) -> dict[str, str]:
 
 def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
     """Run one notebook on one profile; return its table cell ('✅ 23 s' or '❌ why')."""
-    script = ROOT / "tools" / "execute_notebooks.py"
-    command = [*profile.prefix, sys.executable, str(script), "--no-write", str(path)]
+    command = [*profile.prefix, sys.executable, "-m", "tools.execute_notebooks", "--no-write", str(path)]
     start = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=ROOT, env=environment(profile), capture_output=True, text=True,
@@ -111,6 +106,12 @@ run and every assertion hold), on other machines than the 2-core Linux one the o
 recorded on: one real core (`taskset -c 0`) and 8 and 16 CPUs simulated (the notebook, its
 kernel and its workers see that many CPUs; the 2 real cores do the work, so the times are a
 2-core machine's). Written by `make test-machines` (tools/machines.py); do not edit.
+
+Where each profile has run: the columns below, on Linux x86-64 (2 cores) only. macOS (arm64)
+and Windows, whose workers start by spawn, and Pythons 3.12 and 3.13 have not run here: the
+workflow `.github/workflows/ci.yml` runs the check tier and every notebook and solution under
+each platform's own start method on Linux x86-64, macOS arm64 and Windows with Python 3.11,
+3.12 and 3.13 once the course is pushed to GitHub; its results are in that workflow's runs.
 
 """
 
@@ -153,14 +154,16 @@ def update(results: dict[str, dict[str, str]], text: str, every: list[str]) -> s
     return render(columns, merged)
 
 
-def main(argv: list[str]) -> int:
-    names, args = [], []
-    while argv:
-        arg = argv.pop(0)
-        if arg == "--profile" and argv:
-            names.append(argv.pop(0))
-        else:
-            args.append(arg)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.machines", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("notebook", nargs="*",
+                        help="notebooks or folders (default: notebooks/ and solutions/)")
+    parser.add_argument("--profile", action="append", default=[], metavar="NAME",
+                        help=f"one of {', '.join(p.name for p in PROFILES)} (again for more; default: all)")
+    parsed = parser.parse_args(argv)
+    names, args = parsed.profile, parsed.notebook
     profiles = [p for p in PROFILES if not names or p.name in names]
     if names and len(profiles) != len(names):
         print(f"unknown profile: choose from {', '.join(p.name for p in PROFILES)}")
@@ -184,4 +187,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

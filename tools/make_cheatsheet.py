@@ -15,6 +15,7 @@ the code that tests/test_cheatsheet.py and tests/test_snippets_*.py exercise.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import sys
@@ -30,7 +31,8 @@ ORDER = [
     "first_loader", "loop_to_loader", "drop_last_and_debug_order", "loader_configs",
     "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "packed_rows", "worker_seeding",
     "reproducible_loader", "timeouts_and_debugging", "per_process_resources", "hdf5_per_process",
-    "epoch_sampler", "skip_corrupt_samples", "train_eval_split", "balanced_weights", "undersampling", "ddp_epochs",
+    "epoch_sampler", "skip_corrupt_samples", "train_eval_split", "balanced_weights", "undersampling",
+    "ddp_epochs",
     "sharded_iterable", "shuffle_buffer", "main_guard", "start_method_preload", "resume_mid_epoch",
     "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader", "loader_limits",
 ]
@@ -153,18 +155,20 @@ def excerpt(path: Path, name: str) -> str:
     its docstring left out."""
     source = path.read_text()
     scope: list = ast.parse(source).body
-    node = None
+    node: ast.FunctionDef | ast.ClassDef | None = None
     for part in name.split("."):
         node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part),
                     None)
         if node is None:
             raise SystemExit(f"{path.name}: no {name}")
         scope = node.body
+    if node is None:
+        raise SystemExit(f"{path.name}: no name given")
     lines = source.splitlines()[node.lineno - 1:node.end_lineno]
     doc = node.body[0] if node.body else None
     if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
         # the docstring is the page's prose, not code
-        del lines[doc.lineno - node.lineno:doc.end_lineno - node.lineno + 1]
+        del lines[doc.lineno - node.lineno:(doc.end_lineno or doc.lineno) - node.lineno + 1]
     indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
     return "\n".join(re.sub(r"\s+# noqa\b.*$", "", line[indent:]) for line in lines)  # no lint marks
 
@@ -181,9 +185,15 @@ def render_sheet() -> str:
     return "".join(parts)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.make_cheatsheet", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--check", action="store_true",
+                        help="only say whether the pages are current (exit 1)")
+    args = parser.parse_args(argv)
     pages = {PAGE: render(), SHEET: render_sheet()}
-    if "--check" in argv:
+    if args.check:
         stale = [p.name for p, text in pages.items() if not p.exists() or p.read_text() != text]
         for name in stale:
             print(f"docs/{name} is out of date: run python tools/make_cheatsheet.py")
@@ -195,4 +205,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

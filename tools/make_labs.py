@@ -8,6 +8,7 @@ grader (``python tools/grade.py``) identifies a submission by it, whatever the s
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -34,8 +35,12 @@ def lab_for(solution: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def main(argv: list[str]) -> int:
-    check = "--check" in argv
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.make_labs", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--check", action="store_true", help="only say whether labs/ is current (exit 1)")
+    check = parser.parse_args(argv).check
     stale = []
     expected = set()
     for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
@@ -60,4 +65,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

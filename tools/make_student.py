@@ -31,7 +31,8 @@ FOLDER = "loaderlab-course"
 LEFT_OUT = ("solutions/", "tests/", ".ci/", ".github/", "build/", "site/", "wheelhouse/", "conftest.py",
             "mkdocs.yml", "docs/answers.md", "docs/instructor.md", "docs/student/", "tools/grade.py",
             "tools/grade_kernel.py", "tools/make_labs.py", "tools/make_student.py", "tools/soak.py",
-            "tools/build_site.py", "tools/site_hooks.py", "tools/machines.py", "tools/machines/",
+            "tools/build_site.py", "tools/site_hooks.py", "tools/machines.py", "tools/simulation/",
+            "tools/record.py",
             "CONTRIBUTING.md", "requirements-dev.txt", ".pre-commit-config.yaml")
 LEARNER_TARGETS = ("setup", "lab", "preflight", "wheelhouse", "clean")
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
@@ -165,7 +166,7 @@ def bundled(name: str) -> bytes:
     return data
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tools/make_student.py", description="Zip the course "
                                      "for students: build/loaderlab-student.zip, without the answers.")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "loaderlab-student.zip",
@@ -187,4 +188,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -292,7 +292,9 @@ def check_shm() -> Result:
 
 
 def start_method() -> str:
-    """The start method new workers get: LOADERLAB_START_METHOD, else Python's default here."""
+    """The start method new workers get: LOADERLAB_START_METHOD, else Python's default here.
+    A copy of loaderlab.processes.configured_start_method: preflight runs before anything is
+    installed (standard library only), so it cannot import loaderlab (psutil) at that point."""
     return os.environ.get("LOADERLAB_START_METHOD", "").strip() or multiprocessing.get_start_method()
 
 

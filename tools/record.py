@@ -48,14 +48,16 @@ from typing import Any
 import nbformat
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import execute_notebooks  # noqa: E402  (tools/, run as a script from anywhere)
-import runtimes  # noqa: E402
+from loaderlab.cores import usable_cores
+from loaderlab.measure.family import FamilyMonitor, family_cpu_seconds, machine_busy_seconds
+
+try:  # python -m tools.record (make record), the tests
+    from tools import execute_notebooks, runtimes
+except ImportError:  # run as a script, `python tools/record.py`: its folder is on sys.path
+    import execute_notebooks  # type: ignore[no-redef]
+    import runtimes  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from loaderlab.cores import usable_cores  # noqa: E402
-from loaderlab.measure.family import FamilyMonitor, family_cpu_seconds, machine_busy_seconds  # noqa: E402
 
 STOOD_DOWN = "not measured here:"
 THRESHOLD = 0.25  # cores the other processes may keep busy: an idle desktop stays under 0.1

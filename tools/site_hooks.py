@@ -2,31 +2,38 @@
 
 mkdocs-jupyter builds a notebook's table of contents from its Markdown export, which drops the
 code spans of a heading: "5. `shuffle=True` is a `RandomSampler`" became "5. is a", linked to an
-anchor that does not exist. The table of contents is built here from the notebook's own
-Markdown cells instead, so its titles are whole and its anchors are the headings' ids.
+anchor that does not exist. After it has rendered a notebook, ``on_page_content`` builds the
+page's table of contents (and title) again from the notebook's own Markdown cells, so its titles
+are whole and its anchors are the headings' ids. Public APIs only: mkdocs' page hook and
+``get_toc``, Python-Markdown's ``toc_tokens`` (mkdocs-jupyter's private ``_get_nb_toc_tokens``
+used to be patched here).
 """
 
 from __future__ import annotations
 
-import html
+import html as html_entities
 import re
+from typing import Any
 from urllib.parse import unquote
 
-import mkdocs_jupyter.plugin as jupyter_plugin
+import markdown
 import nbformat
+from markdown.extensions.toc import TocExtension
+from mkdocs.structure.toc import get_toc
 from mkdocs_jupyter.utils import slugify
 
+DEFAULT_TOC_DEPTH = 6  # mkdocs-jupyter's own default
 
-def notebook_toc_tokens(fpath: str, toc_depth: int) -> tuple[list[dict], str | None]:
+
+def notebook_toc_tokens(fpath: str, toc_depth: int) -> tuple[list[Any], str | None]:
     """Return (table-of-contents tokens, the first level-1 title) of the notebook at ``fpath``."""
     nb = nbformat.read(fpath, as_version=4)
     body = "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
-    tokens = jupyter_plugin._get_markdown_toc(body, toc_depth)
+    md = markdown.Markdown(extensions=[TocExtension(toc_depth=toc_depth)])
+    md.convert(body)
+    tokens: list[Any] = md.toc_tokens  # set by the toc extension
     title = next((token["name"] for token in tokens if token["level"] == 1), None)
     return tokens, title
-
-
-jupyter_plugin._get_nb_toc_tokens = notebook_toc_tokens
 
 
 # A link to a notebook section is written in JupyterLab's anchor form, the heading's text with
@@ -43,13 +50,26 @@ NOTEBOOK_PAGE = re.compile(r"(?:^|/)\d\d_\w+\.(?:ipynb|html)$")
 def site_anchor(anchor: str) -> str:
     """The id the site gives the heading a JupyterLab-form ``anchor`` names (as written in a
     page's HTML: entities like `&quot;` and %-escapes undone first)."""
-    return slugify(unquote(html.unescape(anchor)))
+    return slugify(unquote(html_entities.unescape(anchor)))
 
 
-def on_page_content(content: str, page, config, files) -> str:
-    """Rewrite links to notebook sections (JupyterLab anchors) into the site's heading ids, and a
-    notebook's links to other notebooks (`NN_name.ipynb`, left as written by mkdocs-jupyter) into
-    their pages (`NN_name.html`)."""
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """mkdocs hook: a notebook page's table of contents and title from its Markdown cells; then
+    links to notebook sections (JupyterLab anchors) rewritten into the site's heading ids, and a
+    notebook's links to other notebooks (`NN_name.ipynb`) into their pages (`NN_name.html`)."""
+    if page.file.src_uri.endswith(".ipynb"):
+        plugin = config.plugins.get("mkdocs-jupyter")
+        options = plugin.config if plugin is not None else {}
+        depth = options.get("toc_depth", DEFAULT_TOC_DEPTH)
+        tokens, title = notebook_toc_tokens(page.file.abs_src_path, depth)
+        page.toc = get_toc(tokens)
+        if title is not None and not options.get("ignore_h1_titles", False):
+            page.title = title
+    return rewrite_links(html, page)
+
+
+def rewrite_links(content: str, page: Any) -> str:
+    """``content`` with notebook-section links rewritten for the site (see NOTEBOOK_HREF)."""
     on_notebook = page.file.src_path.endswith(".ipynb")
 
     def rewrite(match: re.Match) -> str:

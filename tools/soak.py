@@ -1,6 +1,6 @@
 """Run the nbval suite N times and report every cell that differed in any run (`make soak`).
 
-Usage: python tools/soak.py [N=3] [--load] [PATH ...]   (default paths: notebooks solutions)
+Usage: python -m tools.soak [--runs N] [--load] [PATH ...]   (defaults: 3 runs of notebooks solutions)
 --load keeps one core busy with a background loop while the suite runs (a machine shared with
 another job); the loop is bounded in time and stopped at the end.
 Exit status 1 when any cell differed or failed in any run.
@@ -8,6 +8,7 @@ Exit status 1 when any cell differed or failed in any run.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -41,14 +42,17 @@ def busy_core(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=float(seconds))])
 
 
-def main(argv: list[str]) -> int:
-    load = "--load" in argv
-    argv = [a for a in argv if a != "--load"]
-    runs = int(argv[0]) if argv and argv[0].isdigit() else 3
-    paths = [a for a in argv if not a.isdigit()] or ["notebooks", "solutions"]
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.soak", description=__doc__.split("\n")[0] if __doc__ else None
+    )
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help="how many runs (default 3)")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="default: notebooks solutions")
+    parser.add_argument("--load", action="store_true", help="keep one core busy meanwhile")
+    args = parser.parse_args(argv)
+    load, runs, paths = args.load, args.runs, args.paths or ["notebooks", "solutions"]
     if runs < 1:
-        print("N must be at least 1")
-        return 2
+        parser.error("--runs must be at least 1")
     env = dict(os.environ, LOADERLAB_TEST_MODE="1")
     if load:  # twice the quiet machine's 45 s: a shared core slows every notebook down
         env["LOADERLAB_BUDGET_SECONDS"] = "90"
@@ -59,13 +63,14 @@ def main(argv: list[str]) -> int:
         print("one core kept busy by a background loop while the suite runs")
     try:
         with tempfile.TemporaryDirectory(prefix="loaderlab-soak-") as tmp:
-            differing = _soak(runs, paths, env, Path(tmp), differing)
+            found = _soak(runs, paths, env, Path(tmp), differing)
     finally:
         if loader is not None:
             loader.kill()
             loader.wait()
-    if differing is None:
+    if found is None:
         return 1
+    differing = found
     print(f"soak: {len(differing)} differing cells over {runs} runs" + (" (one core busy)" if load else ""))
     for cell, count in sorted(differing.items()):
         print(f"  {cell}  (in {count} of {runs} runs)")
@@ -91,4 +96,4 @@ def _soak(runs: int, paths: list[str], env: dict[str, str], tmp: Path,
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

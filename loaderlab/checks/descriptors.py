@@ -29,7 +29,7 @@ def check_kept_batches(keep: Callable[[Any], Any]) -> str:
     if holds or (error and "Too many open files" in error):
         why = {"received": "you keep the received tensors themselves",
                "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
-                         "keeps the worker's segment alive)"}.get(holds, "what you keep holds them")
+                         "keeps the worker's segment alive)"}.get(holds or "", "what you keep holds them")
         raise Wrong(f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
                     f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds "
                     f"a file descriptor while it lives, and {why}; keep private copies (clone()) instead. "

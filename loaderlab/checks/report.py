@@ -154,8 +154,10 @@ def compare(batches: list[Any], expected: list[Any], count: str, differ: Callabl
     """Raise Wrong(``count``) when ``batches`` and ``expected`` differ in number (``sizes``: in each
     batch's size; ``prefix``: ``batches`` may end early, a bounded epoch), else Wrong(``differ(k)``)
     for the first batch k that holds other values."""
+    got: list[int] | int
+    want: list[int] | int
     got, want = ([batch_size_of(b) for b in x] if sizes else len(x) for x in (batches, expected))
-    if got != (want[: len(got)] if prefix else want):
+    if got != (want[: len(got)] if isinstance(want, list) and isinstance(got, list) and prefix else want):
         raise Wrong(count)
     k = first_diff(batches, expected)
     if k is not None:

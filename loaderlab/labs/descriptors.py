@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from loaderlab.messages import one_line
+from loaderlab.processes import kill_tree
 
 N_BATCHES, BATCH, DIM = 150, 4, 4
 HEADROOM = 48  # descriptors the child may open beyond those it inherited: 2 per kept batch run out at ~20
@@ -96,9 +97,8 @@ def keep_in_child(keep: Callable[[Any], Any]) -> dict[str, Any]:
         report = {"error": "the child process died without a report"}
     finally:
         process.join(5.0)
-        if process.is_alive():  # overran: kill it with its workers (its pid is still its own)
-            with contextlib.suppress(OSError):
-                os.killpg(process.pid, signal.SIGKILL)
+        if process.is_alive() and process.pid is not None:  # overran: kill it with its workers
+            kill_tree(process.pid)
         process.join()
         receive.close()
     return report

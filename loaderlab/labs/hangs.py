@@ -59,7 +59,7 @@ class ResourceClient:
         try:
             self.reads += 1
             if isinstance(lock, type(threading.RLock())):  # held by this thread?
-                held = bool(lock._is_owned())
+                held = bool(lock._is_owned())  # type: ignore[attr-defined]  # RLock has no public test
             else:
                 held = isinstance(lock, type(threading.Lock())) and lock.locked()
             return index, int(held), int(self._lock_pid == os.getpid())

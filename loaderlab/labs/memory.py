@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from loaderlab._validate import require_positive
+from loaderlab.cow import list_bytes  # noqa: F401  (the lab's checker measures its rows with it)
 
 N_ROWS = 300_000  # ~40 MB of str objects: a broken layout grows each worker by about that much
 
@@ -39,8 +40,3 @@ def _rows(n_rows: int, seed: int) -> tuple[str, ...]:
     return tuple(rows)
 
 
-def list_bytes(rows: list[str]) -> int:
-    """Return the bytes a list of str occupies: its pointer array plus every str object."""
-    if not isinstance(rows, list) or not rows:
-        raise TypeError("rows must be a non-empty list")
-    return sys.getsizeof(rows) + sum(sys.getsizeof(row) for row in rows)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -116,7 +116,7 @@ def timed_batches(
     close: bool = False,
     iterator: Iterator[Any] | None = None,
     before_stop: Callable[[], Any] | None = None,
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """Yield the batches of one pass over ``batches`` (a DataLoader or any iterable) and record
     in ``run`` when each was asked for, received and done with: the one pass timer.
 

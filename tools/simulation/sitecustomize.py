@@ -1,12 +1,16 @@
 """Make every Python started with this folder on PYTHONPATH see LOADERLAB_SIMULATED_CPUS CPUs.
 
-A test-only stand-in for a bigger (or smaller) laptop: `os.cpu_count`, `os.process_cpu_count`,
-`os.sched_getaffinity`, `multiprocessing.cpu_count` (through os), `psutil.cpu_count` and
-`psutil.Process.cpu_affinity()` report the simulated count; the real cores still do the work.
+A stand-in (tests and `make test-machines` only) for a bigger (or smaller) laptop:
+`os.cpu_count`, `os.process_cpu_count`, `os.sched_getaffinity`, `multiprocessing.cpu_count`
+(through os), `psutil.cpu_count` and `psutil.Process.cpu_affinity()` report the simulated
+count; the real cores still do the work.
 Kernels and DataLoader workers inherit PYTHONPATH, so they see the same machine. Never imported
 by the package: `tools/machines.py` (make test-machines) and the tests put it on PYTHONPATH.
 With LOADERLAB_SPAWN_GUARD set it also installs spawnguard.py (what spawn could not pickle).
 """
+
+# it replaces functions of os and psutil on purpose
+# mypy: disable-error-code="misc, assignment, method-assign"
 
 import os
 
