@@ -149,11 +149,11 @@ def printed_verdicts(root: Path = ROOT) -> dict[str, dict]:
         cells = json.loads(path.read_text())["cells"]
         markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
         labels = dict(MARKDOWN_VERDICT.findall(markdown))
-        heading = None
+        heading: str | None = None
         for cell in cells:
             if cell["cell_type"] == "markdown":
-                heading = ([h for h in headings("".join(cell["source"])) if h[:1].isdigit()]
-                           or [heading])[-1]
+                numbered: list[str | None] = [h for h in headings("".join(cell["source"])) if h[:1].isdigit()]
+                heading = (numbered or [heading])[-1]
                 continue
             for cid, rest in PRINTED.findall(output_text(cell)):
                 verdict = next((v for v in VERDICTS if re.match(rf"{v}\s*[:—–]", rest)), None)

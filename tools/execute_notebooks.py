@@ -89,8 +89,8 @@ def run(path: Path, timeout: float = 300, allow_errors: bool = False,
     try:
         runner.execute()
     except Exception as exc:
-        exc.cell_number = started[-1] + 1 if started else None  # counted from 1, markdown included
-        exc.printed = printed(nb.cells[started[-1]]) if started else []
+        exc.cell_number = started[-1] + 1 if started else None  # type: ignore[attr-defined]  # from 1
+        exc.printed = printed(nb.cells[started[-1]]) if started else []  # type: ignore[attr-defined]
         raise
     seconds = time.perf_counter() - start
     for cell in nb.cells:
@@ -125,7 +125,8 @@ def failure(exc: BaseException) -> str:
     name, value = getattr(exc, "ename", None), getattr(exc, "evalue", None)
     last = (str(exc).strip().splitlines() or [""])[-1]
     what = (f"{name}: {value}" if value else name) if name else f"{type(exc).__name__}: {last}"
-    where = f"cell {exc.cell_number}: " if getattr(exc, "cell_number", None) else ""
+    number = getattr(exc, "cell_number", None)
+    where = f"cell {number}: " if number else ""
     return where + " ".join(ANSI.sub("", what).split())
 
 

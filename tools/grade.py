@@ -62,6 +62,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
@@ -118,7 +119,7 @@ class Check:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one sentence instead of argparse's usage + error
+    def error(self, message: str) -> NoReturn:  # one sentence instead of argparse's usage + error
         raise UsageError(f"{message} ({USAGE})")
 
 
@@ -415,7 +416,8 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
         env = {**os.environ, "MPLBACKEND": "agg", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
                "PYTHONDONTWRITEBYTECODE": "1"}
         with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):  # not the kernel's log lines
-            kernel, tracked = psutil.Process(client.km.provisioner.process.pid), []
+            kernel = psutil.Process(client.km.provisioner.process.pid)
+            tracked: list[Any] = []
             deadline = time.monotonic() + timeout  # from a started kernel: a slow start is not the student's
             try:
                 kernel_code = tmp / f"{secrets.token_hex(8)}.py"
@@ -554,7 +556,8 @@ def student_of(path: Path, root: Path | None = None) -> str:
         inside = path.resolve().relative_to(root.resolve()).parts
         if len(inside) > 1:
             folder = inside[0]
-            return (MOODLE.match(folder) or re.match(r"(.*)", folder)).group(1)
+            moodle = MOODLE.match(folder)
+            return moodle.group(1) if moodle else folder
     for pattern in (CANVAS, BLACKBOARD):
         if found := pattern.search(path.name):
             return found.group(1)
@@ -661,7 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tools/grade.py: {exc}", file=sys.stderr)
         return 2
     course = Course()
-    results, status = [], 0
+    results: list[Result] = []
+    status = 0
     for path in args.paths:
         start = time.monotonic()
         try:

@@ -71,8 +71,9 @@ def capture(key: str) -> Callable[..., Any]:
     modules, path, importer_cache = sys.modules, sys.path, sys.path_importer_cache
     meta_path, path_hooks = list(sys.meta_path), list(sys.path_hooks)
     sys_dict = vars(sys)
-    kept_sys = {k: sys_dict[k] for k in ("stdout", "stderr", "displayhook", "excepthook", "modules", "path",
-                                         "meta_path", "path_hooks", "path_importer_cache") if k in sys_dict}
+    names = ("stdout", "stderr", "displayhook", "excepthook", "modules", "path", "meta_path", "path_hooks",
+             "path_importer_cache")
+    kept_sys: dict[str, Any] = {k: sys_dict[k] for k in names if k in sys_dict}
     callbacks = shell.events.callbacks
     events = {k: list(v) for k, v in callbacks.items()}
     shell_type = type(shell)

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _tool(name: str, path: Path | None = None):
     """Import tools/<name>.py (or ``path``) by path: modules of the standard library only."""
     spec = importlib.util.spec_from_file_location(name, path or ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -125,7 +126,7 @@ def kernel_specs() -> dict[str, list[str]]:
 
 
 # ---- checks: each returns a Result --------------------------------------------------------
-def check_python(info: Sequence[int] = sys.version_info) -> Result:
+def check_python(info: Sequence[int] = sys.version_info) -> Result:  # type: ignore[assignment]
     version = ".".join(map(str, info[:3]))
     if tuple(info[:2]) not in course.SUPPORTED:
         return Result(

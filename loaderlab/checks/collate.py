@@ -121,7 +121,7 @@ def check_pad_collate(pad_collate: Callable[[list], Any]) -> str:
     samples = pad_check_samples()  # a list is a map-style Dataset: the check is about the collate_fn
     batches = [samples[i : i + 4] for i in range(0, len(samples), 4)]
     # A collate_fn defined in a notebook lives in __main__, which spawned workers cannot import.
-    setups = [({}, "In batch {k},")]
+    setups: list[tuple[dict[str, Any], str]] = [({}, "In batch {k},")]
     if can_fork():
         setups.append((dict(num_workers=2, multiprocessing_context="fork", timeout=WORKER_TIMEOUT_S),
                        "With 2 workers, in batch {k},"))
