@@ -98,22 +98,12 @@ CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
 
 # claims whose notebook prints no verdict line yet: (verdict, measured), written by hand
 PENDING: dict[str, tuple[str, str]] = {
-    'C3': ('holds with a nuance',
-            '65 samples at 32 → last batch of 1 → `Expected more than 1 value per channel`; only N·H·W = 1 fails: BatchNorm2d on one 32×32 image passes'),
-    'C4': ('holds',
-            '`ValueError: sampler option is mutually exclusive with shuffle`, plus 5 more exclusions shown'),
-    'C5': ('holds with a nuance',
-            'fixed, but in storage order: 4 of 4 batches held one class; a seeded sampler gives fixed *and* mixed batches (2 classes each)'),
     'C6': ('holds with a nuance',
             'CPU decode: workers helped up to the idle cores (k workers ≥ 1.3× one), a worker past them gained less than linearly; latency-bound reads: 8 workers ≥ 4× one on 2 cores; torch warns from one worker above the affinity CPU count, on any machine; descriptors run out per *kept tensor* (200 batches > 20 workers)'),
     'C7': ('holds',
             '2 workers request exactly 2, 4, 16 batches for factors 1, 2, 8; under 400 ms spikes factor 8 waits ≤ 70 % as long as factor 1 after start-up'),
     'C8': ('holds with a nuance',
             'without an accelerator: 1 warning and 0 pinned batches; the copy speed-up needs a GPU (the cell measures it there)'),
-    'C12': ('holds with a nuance',
-            "a *read-only* Python list still cost each worker at least half the list's size, with 2 and 4 workers (refcounts live in the objects); the NumPy array grew < 5 %; an in-place write copied ≥ 3/4 of the written array into each worker"),
-    'C19': ('holds with a nuance',
-            '10 samples on 4 ranks: 12 delivered, 2 twice (`drop_last`: 8, 2 missing); without `set_epoch` 1 distinct order in 3 epochs, with it 3'),
 }
 
 
