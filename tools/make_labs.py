@@ -4,6 +4,7 @@ In a solution notebook the student's part sits between ``### BEGIN SOLUTION`` an
 ``### END SOLUTION``; the lab gets a stub that raises NotImplementedError there, and no outputs.
 Every lab's metadata carries ``"loaderlab": {"lab": "01"}`` (from the solution's file name): the
 grader (``python tools/grade.py``) identifies a submission by it, whatever the student named it.
+Every lab starts with the Colab cell of tools/colab.py (after its title).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import colab  # noqa: E402  (tools/colab.py: the Colab cell every lab starts with)
+
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
 
 
@@ -31,7 +35,7 @@ def lab_for(solution: Path) -> nbformat.NotebookNode:
             cell.outputs = []
             cell.execution_count = None
     nb.metadata["loaderlab"] = {"lab": solution.name.split("_")[0]}
-    return nb
+    return colab.insert(nb, "labs")  # on Colab only: clone, install, change into labs/
 
 
 def main(argv: list[str]) -> int:
