@@ -86,7 +86,7 @@ with open("lab99.py", "w") as f:  # as %%writefile lab99.py does, then `from lab
     f.write("ANSWER = 42\\n")
 import lab99
 print(json.dumps({"cwd": os.getcwd(), "lab": lab99.__file__, "answer": lab99.ANSWER,
-                  "lesson": importlib.util.find_spec("lesson03_datasets").origin,
+                  "lesson": os.path.realpath(importlib.util.find_spec("lesson03_datasets").origin),
                   "package": importlib.util.find_spec("loaderlab").origin}))
 """
 
