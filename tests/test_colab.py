@@ -78,6 +78,16 @@ def test_off_colab_the_cell_does_nothing_and_prints_nothing(tmp_path, monkeypatc
     assert done.returncode == 0 and done.stdout == done.stderr == "" and not list(tmp_path.iterdir())
 
 
+def test_on_colab_inside_a_course_already_the_cell_does_nothing(tmp_path):
+    """Run again after it changed folder, or in the grader's copy of the course: no clone."""
+    env = {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": "file:///nowhere",
+           "LOADERLAB_COLAB_DIR": str(tmp_path / "loaderlab")}
+    for folder in ("notebooks", "labs"):
+        done = _run_cell(folder, env, ROOT / folder, "import os; print(os.getcwd())")
+        assert done.returncode == 0 and done.stdout == f"{ROOT / folder}\n" and not done.stderr, done
+    assert not list(tmp_path.iterdir())
+
+
 AFTER = """
 import importlib.util, json, os, sys
 if os.path.basename(os.getcwd()) == "labs":

@@ -7,7 +7,9 @@ does on Colab only (``google.colab`` imported, or ``COLAB_RELEASE_TAG`` set): cl
 Colab's Python (``pip install -r requirements.txt -e .``; torch's CPU build unless the runtime
 has a GPU), change into the notebook's folder and put it and the course on ``sys.path``, so
 ``%%writefile lessonNN.py`` writes beside the lessons and every import works without a restart.
-Everywhere else it does nothing and prints nothing (nbval's stored output stays empty).
+Everywhere else, and where the notebook already runs in its folder of a course (the cell run
+again, the grader's copy of the course), it does nothing and prints nothing (nbval's stored
+output stays empty).
 
 The cell's source is generated from ``TEMPLATE`` alone (a module cannot be imported before the
 clone): this command writes it into notebooks (replacing the cell it wrote before: safe to
@@ -41,6 +43,8 @@ def _on_colab(folder):
     from pathlib import Path
     if "google.colab" not in sys.modules and "COLAB_RELEASE_TAG" not in os.environ:
         return
+    if Path.cwd().name == folder and Path("..", "loaderlab", "__init__.py").is_file():
+        return  # already in a course (run again, or the grader's copy)
     course = Path(os.environ.get("LOADERLAB_COLAB_DIR", "/content/loaderlab"))
     if not (course / "tools" / "colab.py").is_file():
         repo = os.environ.get("LOADERLAB_REPO", "@REPO@")
