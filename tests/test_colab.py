@@ -54,14 +54,15 @@ def test_the_command_is_idempotent_and_replaces_an_older_cell(tmp_path):
     assert colab.main([str(path)]) == 0 and path.read_text() == first  # replaced, not added
 
 
-def _run_cell(folder: str, env: dict[str, str], cwd: Path, after: str = "") -> subprocess.CompletedProcess:
+def _run_cell(folder: str, env: dict[str, str], cwd: Path, after: str = "",
+              python: str = sys.executable) -> subprocess.CompletedProcess:
     """The cell's source, then ``after``, in a fresh Python started in ``cwd`` (as a kernel in
     Colab's /content). -I: no PYTHONPATH, so the imports can only come from the cell's work."""
     return subprocess.run(
-        [sys.executable, "-I", "-c", colab.source(folder) + "\n" + after],
+        [python, "-I", "-c", colab.source(folder) + "\n" + after],
         cwd=cwd, env={**{k: v for k, v in os.environ.items() if not k.startswith(("COLAB", "LOADERLAB"))},
                       **env},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=300,
     )
 
 
@@ -141,3 +142,46 @@ def test_a_lab_runs_from_an_empty_folder_on_a_simulated_colab(tmp_path, monkeypa
     assert (course / "labs" / "lab07.py").is_file()  # its %%writefile landed in the course's labs/
     printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "not attempted yet" in printed
+
+
+PIP_STUB = """import json, os, sys
+with open(os.environ["PIP_CALLS"], "a") as f:
+    f.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd()}) + "\\n")
+"""
+
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+@pytest.mark.parametrize("torch_index, extra", [(None, ["--extra-index-url", CPU_INDEX]),
+                                                ("https://mirror.example/cpu",
+                                                 ["--extra-index-url", "https://mirror.example/cpu"])])
+def test_on_a_simulated_colab_pip_installs_all_but_the_jupyter_server(tmp_path, torch_index, extra):
+    """The install branch, with Colab's Python standing in as a fresh venv whose pip records
+    its arguments: requirements.txt less ipykernel and jupyterlab (Colab runs its own server,
+    which a newer one would break), the course editable, torch's CPU index (or TORCH_INDEX);
+    once: a second run, the stamp matching, does not call pip. (That pip resolves these pins:
+    test_documented_commands runs `pip install --dry-run -r requirements.txt -e .`.)"""
+    content, course = tmp_path / "content", tmp_path / "content" / "loaderlab"
+    content.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "colab")], check=True)
+    site = next((tmp_path / "colab" / "lib").glob("python3*/site-packages"))
+    (site / "pip").mkdir()
+    (site / "pip" / "__main__.py").write_text(PIP_STUB)
+    calls = tmp_path / "pip-calls.jsonl"
+    env = {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": ROOT.as_uri(),
+           "LOADERLAB_COLAB_DIR": str(course), "PIP_CALLS": str(calls)}
+    if torch_index:
+        env["TORCH_INDEX"] = torch_index
+    for _ in range(2):
+        done = _run_cell("notebooks", env, content, python=str(tmp_path / "colab" / "bin" / "python"))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1].startswith("the course is in "), done.stdout
+    [call] = [json.loads(line) for line in calls.read_text().splitlines()]  # pip ran once
+    assert call == {"argv": ["install", "-q", "-r", ".colab-requirements.txt", "-e", ".", *extra],
+                    "cwd": str(course)}
+    wanted = (ROOT / "requirements.txt").read_text().splitlines()
+    installed = (course / ".colab-requirements.txt").read_text().splitlines()
+    assert installed == [line for line in wanted if not line.startswith(("ipykernel", "jupyterlab"))]
+    assert any(line.startswith("torch==") for line in installed)
+    assert (course / ".colab-installed").read_text() == (ROOT / "requirements.txt").read_text()

@@ -4,8 +4,9 @@ Colab opens one notebook in an empty ``/content``: the course's package, the les
 ``notebooks/`` and the labs' ``../notebooks`` imports are not there. The cell below, run first,
 does on Colab only (``google.colab`` imported, or ``COLAB_RELEASE_TAG`` set): clone the course
 (``LOADERLAB_REPO``, depth 1) into ``/content/loaderlab`` unless it is there, install it into
-Colab's Python (``pip install -r requirements.txt -e .``; torch's CPU build unless the runtime
-has a GPU), change into the notebook's folder and put it and the course on ``sys.path``, so
+Colab's Python (``pip install -r requirements.txt -e .`` without the Jupyter server, ipykernel
+and jupyterlab, which Colab has and must keep; torch's CPU build unless the runtime has a GPU),
+change into the notebook's folder and put it and the course on ``sys.path``, so
 ``%%writefile lessonNN.py`` writes beside the lessons and every import works without a restart.
 Everywhere else, and where the notebook already runs in its folder of a course (the cell run
 again, the grader's copy of the course), it does nothing and prints nothing (nbval's stored
@@ -19,7 +20,8 @@ a lab lacks the current cell. The cell is the first code cell, after the title.
 
 Variables the cell reads (for tests, or another host): ``LOADERLAB_REPO`` (the URL to clone),
 ``LOADERLAB_COLAB_DIR`` (where; default /content/loaderlab), ``LOADERLAB_COLAB_NO_INSTALL=1``
-(skip pip: the tests' simulated Colab).
+(skip pip: the tests' simulated Colab; they run pip's branch with ``PIP_DRY_RUN=1``), and
+``TORCH_INDEX`` as ``make setup`` reads it (a mirror of the CPU index; ``default``: the usual one).
 """
 
 from __future__ import annotations
@@ -52,11 +54,17 @@ def _on_colab(folder):
     stamp, wanted = course / ".colab-installed", (course / "requirements.txt").read_text()
     if os.environ.get("LOADERLAB_COLAB_NO_INSTALL") != "1" and (
             not stamp.is_file() or stamp.read_text() != wanted):
-        cpu = [] if Path("/dev/nvidia0").exists() else [
-            "--extra-index-url", "https://download.pytorch.org/whl/cpu"]  # 0.2 GB, not 2.7 GB
+        # what the notebooks import, at the course's versions; not the Jupyter server (ipykernel,
+        # jupyterlab): Colab runs its own, which a newer one would break
+        (course / ".colab-requirements.txt").write_text("\\n".join(
+            line for line in wanted.splitlines() if not line.startswith(("ipykernel", "jupyterlab"))))
+        # torch's CPU build (0.2 GB, not 2.7 GB) unless there is a GPU; TORCH_INDEX as in install.md
+        index = os.environ.get("TORCH_INDEX", "default" if Path("/dev/nvidia0").exists() else
+                               "https://download.pytorch.org/whl/cpu")
+        cpu = [] if index == "default" else ["--extra-index-url", index]
         dists = {"numpy": "numpy", "torch": "torch", "matplotlib": "matplotlib", "PIL": "pillow"}
         loaded = {dist: sys.modules[name].__version__ for name, dist in dists.items() if name in sys.modules}
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt",
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", ".colab-requirements.txt",
                         "-e", ".", *cpu], cwd=course, check=True)
         stamp.write_text(wanted)
         from importlib.metadata import version
