@@ -52,6 +52,10 @@ FIRST_WORDS = (
     "sudo",
     "apt",
     "curl",
+    "winget",
+    "Set-ExecutionPolicy",
+    ".venv\\Scripts\\python.exe",
+    ".venv\\Scripts\\activate",
 )
 VARIABLE = re.compile(r"^[A-Z][A-Z0-9_]*=")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
@@ -178,17 +182,31 @@ COMMANDS: dict[str, tuple] = {
         "the conda route: it writes a kernel into your home folder (make setup registers it in .venv)"
     ),
     "jupyter lab": ELSEWHERE("the conda route's server (make lab's runs in make preflight)"),
-    "!pip install -q -r requirements.txt -e .": VARIANT(
-        "python -m pip install -q --dry-run -r requirements.txt -e .", "Colab's cell: pip resolves it here"
+    "pip install -q -r requirements.txt -e .": VARIANT(
+        "python -m pip install -q --dry-run -r requirements.txt -e .",
+        "what Colab's first cell runs (tools/colab.py; tests/test_colab.py runs the cell): pip resolves it",
     ),
     "set TORCH_INDEX=default": ELSEWHERE("Windows' cmd.exe"),
     "source .venv/bin/activate": ELSEWHERE("changes the shell it runs in: the RUN commands use .venv's PATH"),
     "wsl --install": ELSEWHERE("Windows"),
+    # Windows without admin rights
+    "winget install --id Python.Python.3.11 --scope user": ELSEWHERE("Windows: a per-user Python"),
+    ".venv\\Scripts\\python.exe tools/preflight.py": VARIANT(
+        ".venv/bin/python tools/preflight.py --skip lab,loader",
+        "Windows' path of .venv's Python (tools/course.py venv_python); this is Linux's (the server and "
+        "the epoch: `python tools/preflight.py` above)",
+        timeout=120,
+    ),
+    ".venv\\Scripts\\activate": ELSEWHERE("Windows: the script the policy blocks"),
+    "Set-ExecutionPolicy -Scope CurrentUser RemoteSigned": ELSEWHERE("Windows' PowerShell"),
     "docker run --cpus=2": ELSEWHERE("no docker here: the container limit the doctor's core count reads"),
     "docker run --shm-size=2g": ELSEWHERE("no docker here: the flag to add to your own docker run"),
     "pip download": WORD(),
     "python -O": WORD(),
     "python3": WORD(),
+    "python": WORD("the Microsoft Store's Python has `python`, not `py`"),
+    "py": WORD("Windows' launcher, named in prose"),
+    ".venv\\Scripts\\python.exe": WORD("the environment's Python on Windows, named in prose"),
     "make": WORD(),
 }
 

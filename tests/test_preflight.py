@@ -218,3 +218,53 @@ def test_summarise_a_missing_folder_and_report_into_a_missing_folder_are_one_lin
     assert preflight.main(["--report", str(tmp_path / "nope" / "r.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("preflight: --") for line in err), err
+
+
+GiB = 2**30
+PEAKS = {"notebooks/03_workers.ipynb": 1800, "notebooks/14_finding_the_bottleneck.ipynb": 302}
+
+
+@pytest.mark.parametrize(
+    "available, peaks, status, says",
+    [
+        # the heaviest notebook's 1800 MB plus the 1 GB margin: 2.8 GB
+        (2.5 * GiB, PEAKS, "warn", "below the 2.8 GB the heaviest notebook needs (03_workers peaks at 1800"),
+        (3 * GiB, PEAKS, "ok", "16.0 GB RAM, 3.0 GB available"),
+        (1 * GiB, PEAKS, "fail", "the course needs 1.5 GB free"),  # below the minimum: still a failure
+        (1.6 * GiB, {}, "ok", "16.0 GB RAM, 1.6 GB available"),  # nothing recorded: the minimum alone
+    ],
+)
+def test_ram_below_the_heaviest_recorded_notebook_warns(monkeypatch, available, peaks, status, says):
+    monkeypatch.setattr(preflight, "memory", lambda: (16 * GiB, int(available)))
+    monkeypatch.setattr(preflight, "recorded_peaks", lambda: peaks)
+    result = preflight.check_ram()
+    assert result[0] == status and says in result[1], result
+    if status == "warn":
+        assert "plus 1 GB for JupyterLab and its browser tab" in result[1]
+        assert "close other programs (browser tabs, IDEs) before 03_workers" in result[2]
+
+
+def test_a_memory_warning_does_not_fail_preflight(monkeypatch, capsys):
+    monkeypatch.setattr(preflight, "memory", lambda: (8 * GiB, 2 * GiB))
+    monkeypatch.setattr(preflight, "recorded_peaks", lambda: PEAKS)
+    monkeypatch.setattr(preflight, "CHECKS", {"ram": preflight.check_ram})
+    assert preflight.run(deep=False) == 0
+    lines = _lines(capsys)
+    assert lines[0].startswith("⚠️  ram ") and "03_workers peaks at 1800 MB" in lines[0], lines
+    assert "— fix: close other programs" in lines[0]
+    assert "(1 warning(s)" in lines[-1]
+
+
+def test_recorded_peaks_read_the_recorders_file(monkeypatch, tmp_path):
+    peaks = preflight.recorded_peaks()  # docs/peak_memory.json as committed
+    assert peaks and all(name.startswith(("notebooks/", "solutions/")) and mb > 0
+                         for name, mb in peaks.items())
+    mixed = '{"notebooks/03_x.ipynb": 900, "notebooks/x.ipynb": "n/a"}'
+    cases = [(None, {}), ("not json", {}), ("[1, 2]", {}), (mixed, {"notebooks/03_x.ipynb": 900})]
+    for text, expected in cases:
+        path = tmp_path / "peak_memory.json"
+        path.unlink(missing_ok=True)
+        if text is not None:
+            path.write_text(text)
+        monkeypatch.setattr(preflight, "PEAK_MEMORY", path)
+        assert preflight.recorded_peaks() == expected, text

@@ -4,6 +4,7 @@ In a solution notebook the student's part sits between ``### BEGIN SOLUTION`` an
 ``### END SOLUTION``; the lab gets a stub that raises NotImplementedError there, and no outputs.
 Every lab's metadata carries ``"loaderlab": {"lab": "01"}`` (from the solution's file name): the
 grader (``python tools/grade.py``) identifies a submission by it, whatever the student named it.
+Every lab starts with the Colab cell of tools/colab.py (after its title).
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+try:  # python -m tools.make_labs (make labs), the tests
+    from tools import colab  # the Colab cell every lab starts with
+except ImportError:  # run as a script, `python tools/make_labs.py`: its folder is on sys.path
+    import colab  # type: ignore[no-redef]
+
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
 
 
@@ -32,7 +38,7 @@ def lab_for(solution: Path) -> nbformat.NotebookNode:
             cell.outputs = []
             cell.execution_count = None
     nb.metadata["loaderlab"] = {"lab": solution.name.split("_")[0]}
-    return nb
+    return colab.insert(nb, "labs")  # on Colab only: clone, install, change into labs/
 
 
 def main(argv: list[str] | None = None) -> int:

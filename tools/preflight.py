@@ -45,6 +45,10 @@ MIN_SHM, MIN_RAM_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 2
 # free disk: before setup the install needs room for .venv (1.3 GB, 1.45 GB with the dev tools)
 # and pip's downloads; after it, room for the notebooks' temporary files
 MIN_DISK_BEFORE, MIN_DISK_AFTER = 3 * GiB, 1 * GiB
+# what the course needs free: the largest peak memory tools/record.py measured for a notebook
+# (its kernel and workers: docs/peak_memory.json, MB), plus this margin for JupyterLab's server
+# and the browser tab showing the notebook (about 0.5 GB together) and the OS's file cache
+PEAK_MEMORY, PEAK_MARGIN = ROOT / "docs" / "peak_memory.json", 1 * GiB
 LAB_START_S, LOADER_TIMEOUT_S = 45, 20
 OK, WARN, FAIL = "ok", "warn", "fail"
 MARKS = {OK: "✅", WARN: "⚠️ ", FAIL: "❌"}
@@ -104,6 +108,17 @@ def memory() -> tuple[int | None, int | None]:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), None
     except (AttributeError, OSError, ValueError):
         return None, None
+
+
+def recorded_peaks() -> dict[str, float]:
+    """Measured peak memory (MB) per notebook, from docs/peak_memory.json; {} without it."""
+    try:
+        peaks = json.loads(PEAK_MEMORY.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(peaks, dict):
+        return {}
+    return {name: mb for name, mb in peaks.items() if isinstance(mb, (int, float))}
 
 
 def machine() -> tuple[str, str]:
@@ -239,6 +254,19 @@ def check_ram() -> Result:
             detail + f" (the course needs {MIN_RAM_FREE / GiB:.1f} GB free)",
             "close other programs (browser tabs, IDEs) or use a machine with 4 GB or more",
         )
+    peaks = recorded_peaks()
+    if peaks:  # below its minimum the course cannot run; below this, its heaviest notebook may not
+        name, peak = max(peaks.items(), key=lambda item: item[1])
+        need = peak * MiB + PEAK_MARGIN
+        if available < need:
+            return Result(
+                WARN,
+                detail + f", below the {need / GiB:.1f} GB the heaviest notebook needs ("
+                f"{Path(name).stem} peaks at {peak:.0f} MB, plus {PEAK_MARGIN / GiB:.0f} GB for "
+                "JupyterLab and its browser tab)",
+                f"close other programs (browser tabs, IDEs) before {Path(name).stem}, or run it on a "
+                "machine with more free memory",
+            )
     return Result(OK, detail)
 
 
