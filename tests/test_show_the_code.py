@@ -32,7 +32,7 @@ SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
 _EXTRA = {n for n in os.environ.get("LOADERLAB_CONVERTED_EXTRA", "").split(",") if n}
 CONVERTED = [p for p in NOTEBOOKS if p.parent.name == "notebooks" and p.name[:2] in {
     "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11",
-    "12", "13", "14", "15", "16", "17", "18"} | _EXTRA]
+    "12", "13", "14", "15", "16", "17", "18", "19"} | _EXTRA]
 WRITEFILE = re.compile(r"\A%%writefile(?: -a)? (\S+)\n")
 
 

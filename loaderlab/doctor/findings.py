@@ -8,11 +8,12 @@ from typing import Any, NamedTuple
 
 SEVERITIES = ("info", "warning", "error")
 NB = {n[:2]: n for n in (
-    "02_batches_drop_last_and_samplers.ipynb", "03_workers_prefetch_persistent_pin.ipynb",
+    "02_batches_drop_last_and_samplers.ipynb", "03_workers_and_prefetch.ipynb",
     "04_custom_dataset_and_caching.ipynb", "05_collate_and_padding.ipynb", "06_copy_on_write_memory.ipynb",
     "07_worker_seeds_and_reproducibility.ipynb", "08_hangs_crashes_and_lifecycle.ipynb",
     "09_weighted_sampling.ipynb", "10_distributed_sampling.ipynb", "11_iterable_datasets.ipynb",
     "12_start_methods.ipynb", "15_shared_memory_and_file_descriptors.ipynb", "17_doctor.ipynb",
+    "19_persistent_workers_and_pin_memory.ipynb",
 )}
 
 
@@ -176,7 +177,7 @@ FINDINGS: dict[str, Spec] = {
     "torch.pin_memory": Spec(
         "info", "any", "torch warned: {text}",
         "pin_memory=True helps only host-to-accelerator copies; without an accelerator it does nothing.",
-        "03", "## 6. `pin_memory` without an accelerator"),
+        "19", "## 2. `pin_memory` without an accelerator"),
     "loader.warning": Spec(
         "warning", "any", "{category} raised {times} time(s) while probing (first: {where}): {text}",
         "Run one epoch with num_workers=0 under python -W error to see the line that warns.",
