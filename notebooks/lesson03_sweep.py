@@ -27,3 +27,11 @@ def stop_not_measured(k: int, idle: float, others: float, usable: int) -> str | 
     if k < usable:
         return f"{usable} cores and {k} + 1 workers at most: worker {k + 1} may still find an idle core"
     return None
+
+
+def latency_not_measured(others: float, usable: int) -> str | None:
+    """Why "8 waiting workers ≥ 4× one" was not measured, or None if it was: waiting needs no core,
+    but delivering batches needs some; with over half the cores busy elsewhere, batches wait for CPU."""
+    if others >= usable / 2:
+        return f"other programs kept {others:.1f} of {usable} cores busy: batches waited for CPU, not reads"
+    return None

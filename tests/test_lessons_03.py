@@ -83,3 +83,7 @@ def test_the_cpu_checks_run_on_idle_cores_and_say_why_not_elsewhere():
     assert sweep.scaling_not_measured(sweep.MAX_K, 16.0, 0.0) is None
     why = sweep.stop_not_measured(sweep.MAX_K, 16.0, 0.0, 16)
     assert f"16 cores and {sweep.MAX_K} + 1 workers at most" in why
+    # waiting needs no core, handing batches over needs some: over half the cores busy elsewhere
+    assert sweep.latency_not_measured(0.2, 1) is None and sweep.latency_not_measured(0.9, 2) is None
+    assert "kept 0.8 of 1 cores busy" in sweep.latency_not_measured(0.8, 1)
+    assert "kept 1.8 of 2 cores busy" in sweep.latency_not_measured(1.8, 2)
