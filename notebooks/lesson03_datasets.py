@@ -1,4 +1,4 @@
-"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), sections 2 and 4: three datasets."""
+"""Written by notebook 03 (03_workers_and_prefetch.ipynb), sections 2 and 4: three datasets."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), section 4: prefetched batches."""
+"""Written by notebook 03 (03_workers_and_prefetch.ipynb), section 4: prefetched batches."""
 
 from torch.utils.data import DataLoader
 

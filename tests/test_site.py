@@ -67,7 +67,7 @@ def test_headings_with_code_read_whole_in_the_navigation_and_the_table_of_conten
 
 
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-PAGES = ["notebooks/03_workers_prefetch_persistent_pin.html", "notebooks/08_hangs_crashes_and_lifecycle.html",
+PAGES = ["notebooks/03_workers_and_prefetch.html", "notebooks/08_hangs_crashes_and_lifecycle.html",
          "solutions/03_fast_loader.html", "docs/cheatsheet.html", "docs/recipes.html"]
 SCROLLING = """return Array.from(document.querySelectorAll('.md-content pre'))
     .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)

@@ -1,4 +1,4 @@
-"""The snippets shown in notebooks 02 and 03 ("In your own code") do what the notebooks say."""
+"""The snippets shown in notebooks 02, 03 and 19 ("In your own code") do what the notebooks say."""
 
 from __future__ import annotations
 

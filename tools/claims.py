@@ -65,7 +65,7 @@ CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
     ('C7', '`prefetch_factor` (default 2) is batches per worker; raising it smooths jittery reads at a memory cost.',
      [('03', 4)]),
     ('C8', '`pin_memory=True` speeds host→GPU copies; pinned memory is hard to get when RAM is tight.',
-     [('03', 6)]),
+     [('19', 2)]),
     ('C9', 'Inject transforms; return consistent types; `convert("RGB")` avoids grayscale/RGBA shape errors.',
      [('04', 1)]),
     ('C10', 'Caching preprocessed tensors roughly doubled throughput.',
@@ -77,7 +77,7 @@ CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
     ('C13', 'An unexhausted iterator leaves workers alive and can hang at exit; use `for`, or `del it` + `gc.collect()`.',
      [('20', 3)]),
     ('C14', '`persistent_workers=True` saves per-epoch start-up, but workers keep stale dataset state.',
-     [('20', 4), ('03', 5)]),
+     [('20', 4), ('19', 1)]),
     ('C15', 'Forked workers inherit the RNG state, so `random`/NumPy augmentations repeat; seed them from `torch.initial_seed()`.',
      [('07', 2)]),
     ('C16', 'For reproducibility pass `generator=torch.Generator().manual_seed(seed)` and reset it every epoch.',
@@ -93,7 +93,7 @@ CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
     ('C20b', 'With an IterableDataset each worker replays the stream unless it shards.',
      [('11', 2), ('11', 5)]),
     ('C21', '2 → 8 workers plus `pin_memory` took GPU use from 30 % to 85 %; start from batch 64, 4 workers, pin_memory, drop_last, prefetch 4, persistent workers.',
-     [('03', 7)]),
+     [('19', 3)]),
 ]
 
 # claims whose notebook prints no verdict line yet: (verdict, measured), written by hand

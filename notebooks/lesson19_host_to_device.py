@@ -1,4 +1,4 @@
-"""Written by notebook 03 (03_workers_prefetch_persistent_pin.ipynb), section 6: a host-to-device copy."""
+"""Written by notebook 19 (19_persistent_workers_and_pin_memory.ipynb), section 2: a host-to-device copy."""
 
 import statistics
 import time
