@@ -35,6 +35,7 @@ ALLOWED = [
     ("docs/claims.md", "50%", "C18: the share inverse frequency aims at (a bound)"),
     ("docs/answers.md", "1.5×", "the doctor's threshold for a warning (notebook 17), not a measurement"),
     ("docs/answers.md", "1×", "notebook 16's exercise: what threads would reach on 8 cores, a prediction"),
+    ("docs/answers.md", "4×", "lab 03's target speed-up (its contract), not a measurement"),
 ]
 
 

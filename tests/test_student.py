@@ -130,4 +130,4 @@ def test_the_unzipped_entry_point_offers_only_the_learner_commands(unzipped):
     assert "maintainer's command" in refused.stderr, refused.stderr
     dry = subprocess.run([sys.executable, "tools/course.py", "lab", "--dry-run"], cwd=unzipped,
                          capture_output=True, text=True, timeout=60)
-    assert dry.returncode == 0 and "lab_server.py" in dry.stdout, dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "lab_server" in dry.stdout, dry.stdout + dry.stderr

@@ -186,9 +186,15 @@ def ledger(root: Path = ROOT) -> str:
     return HEADER + "\n".join(rows) + "\n"
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tools/claims.py", description="Write docs/claims.md "
+                                     "from the notebooks' printed verdict lines.")
+    parser.add_argument("--check", action="store_true", help="only say whether docs/claims.md is current")
+    args = parser.parse_args(argv)
     text = ledger()
-    if "--check" in argv:
+    if args.check:
         if LEDGER.read_text() != text:
             print("docs/claims.md is not what the notebooks print: run python tools/claims.py")
             return 1
@@ -200,4 +206,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

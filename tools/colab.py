@@ -119,12 +119,15 @@ def folder_of(path: Path) -> str:
     return path.resolve().parent.name
 
 
-def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    paths = [Path(a) for a in argv if a != "--check"]
-    if not paths:
-        print("usage: python tools/colab.py [--check] NOTEBOOK.ipynb...", file=sys.stderr)
-        return 2
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tools/colab.py", description="Put the current Colab "
+                                     "cell first in each notebook (idempotent).")
+    parser.add_argument("notebooks", nargs="+", type=Path, metavar="NOTEBOOK.ipynb")
+    parser.add_argument("--check", action="store_true", help="only say which notebooks lack the current cell")
+    args = parser.parse_args(argv)
+    check, paths = args.check, args.notebooks
     stale = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)

@@ -167,7 +167,11 @@ def broken(root: Path = ROOT) -> list[str]:
             if (why := link.problem())]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python tools/links.py", description="Resolve every link of the course "
+                            "where it is read; print the broken ones (exit 1).").parse_args(argv)
     lines = broken()
     print("\n".join(lines) if lines else "every link resolves")
     return 1 if lines else 0
