@@ -17,7 +17,7 @@ CGROUP_ROOTS = [  # (version, directory, the file that sets the limit)
 ]
 
 
-def where_a_limit_can_be_set() -> tuple[str, str, str] | str:
+def where_to_limit() -> tuple[str, str, str] | str:
     """Return (version, directory, limit file) of a memory cgroup this process may create, or why none."""
     if not hasattr(os, "fork") or not os.path.isdir("/sys/fs/cgroup"):
         return "no cgroups on this system (Linux only)"
@@ -35,7 +35,7 @@ def where_a_limit_can_be_set() -> tuple[str, str, str] | str:
 @contextlib.contextmanager
 def memory_cgroup(limit_mb: int):
     """Create a fresh memory cgroup limited to `limit_mb` MB; yield its directory; remove it after."""
-    found = where_a_limit_can_be_set()
+    found = where_to_limit()
     if isinstance(found, str):
         raise OSError(found)
     version, root, limit_file = found

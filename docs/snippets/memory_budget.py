@@ -1,4 +1,12 @@
-"""Notebook 23: predict a DataLoader's peak memory from its settings, before you launch it."""
+"""A DataLoader's peak memory, predicted before you launch it.
+
+At its peak a loader holds your main process, and per worker its start cost, what your Dataset
+keeps (caches, decoded data: the growth) and prefetch_factor batches in flight, plus the batch
+you hold; with pin_memory=True a pinned copy of each batch in flight. A memory limit (a
+container, a pod, a Slurm job) that the sum passes ends in "DataLoader worker (pid X) is killed
+by signal: Killed". Cut the growth first (shared storage, a capped cache), then num_workers,
+prefetch_factor, batch size. Notebook 23.
+"""
 
 
 def loader_budget_mb(main_mb, worker_growth_mb, batch_mb, num_workers, prefetch_factor=2,

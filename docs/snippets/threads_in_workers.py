@@ -1,4 +1,11 @@
-"""Notebook 24: one thread per native thread pool in every DataLoader worker."""
+"""One thread per native thread pool in every DataLoader worker.
+
+torch sets its own pool to one thread in each worker (`_worker_loop`), but NumPy's BLAS and
+OpenCV keep one thread per core: num_workers x cores threads compete for the cores. Limit them
+in worker_init_fn: threadpoolctl for BLAS and OpenMP, cv2.setNumThreads(0) for OpenCV.
+Environment variables (OMP_NUM_THREADS=1) work only when set before the libraries are imported,
+and then limit the main process too. Notebook 24.
+"""
 
 from threadpoolctl import threadpool_limits
 

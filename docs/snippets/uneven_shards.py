@@ -1,4 +1,11 @@
-"""Notebook 25: every rank runs the same number of batches, and collectives are bounded."""
+"""Every rank runs the same number of batches, and a collective cannot hang forever.
+
+In DDP every loss.backward() all-reduces the gradients on every rank: a rank with one more
+batch waits for the others until the process group's timeout (30 minutes for gloo by default).
+Agree on the smallest batch count with all_reduce(MIN) before the epoch (or use
+DistributedSampler(drop_last=True), or torch.distributed.algorithms.Join), and give
+init_process_group a timeout that turns a hang into an error. Notebook 25.
+"""
 
 import datetime
 import itertools
