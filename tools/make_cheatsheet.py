@@ -35,6 +35,7 @@ ORDER = [
     "ddp_epochs",
     "sharded_iterable", "shuffle_buffer", "main_guard", "start_method_preload", "resume_mid_epoch",
     "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader", "loader_limits",
+    "memory_budget", "threads_in_workers", "uneven_shards",
 ]
 HEADER = """# Recipes: every copy-paste snippet
 
@@ -137,6 +138,15 @@ PITFALLS = [
     ("`Too many open files` when keeping batches",
      "keep private copies, which hold no descriptor.",
      "sharing_strategy", ["keep"], "15"),
+    ("`DataLoader worker (pid X) is killed by signal: Killed` (out of memory)",
+     "predict the peak: main + workers × (start + growth + prefetch_factor × batch); cut growth first.",
+     "memory_budget", ["loader_budget_mb"], "23"),
+    ("Workers run NumPy/OpenCV code and the epoch got slower with more workers",
+     "one BLAS and OpenCV thread per worker, set in `worker_init_fn`.",
+     "threads_in_workers", ["one_thread_per_worker"], "24"),
+    ("A DDP job hangs at the end of an epoch",
+     "the same batch count on every rank: `all_reduce(MIN)` of `len(loader)`.",
+     "uneven_shards", ["common_batches"], "25"),
     ("A rare class is hardly ever drawn",
      "inverse-frequency weights in a `WeightedRandomSampler`.",
      "balanced_weights", ["balanced_sampler"], "09"),

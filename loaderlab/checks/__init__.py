@@ -21,6 +21,7 @@ Checkers run the candidate in real DataLoaders; they do not read its source.
 | 13 resumable dataset | ``check_resumable`` |
 | 14 find the bottleneck | ``check_bottleneck`` |
 | 15 too many open files | ``check_kept_batches`` (Linux only) |
+| 24 one thread per worker | ``check_one_thread_workers`` |
 """
 
 from loaderlab.checks.caching import check_cached_loader  # noqa: I001
@@ -39,6 +40,7 @@ from loaderlab.checks.spawn import check_spawn_safe
 from loaderlab.checks.speed import check_fast_loader
 from loaderlab.checks.splits import check_split_loaders
 from loaderlab.checks.streaming import check_sharded_iterable
+from loaderlab.checks.threads import check_one_thread_workers
 
 __all__ = [
     "Wrong", "checker", "one_line", "CheckerTypeError", "CheckerValueError",
@@ -46,4 +48,5 @@ __all__ = [
     "check_cow_fix", "check_seeded_dataset", "check_hang_fix", "check_balanced_weights",
     "check_ddp_epochs", "check_sharded_iterable", "check_resumable", "check_bottleneck",
     "check_kept_batches", "check_split_loaders", "check_cached_loader", "check_spawn_safe",
+    "check_one_thread_workers",
 ]
