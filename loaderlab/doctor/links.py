@@ -60,7 +60,7 @@ SEE: dict[str, tuple[tuple[str, str], ...]] = {
     "speed.more_workers": (("03", "How many workers"),),
     "speed.workers_slower": (("04", "in-memory data plus workers is slower"),),
     "speed.workers_over_cores": (("03", "torch's own warning"), ("03", "extra workers")),
-    "workers.threads_oversubscribed": (("24", "threads"), ("16", "threads")),
+    "workers.threads_oversubscribed": (("24", "Who sets which threads"), ("16", "threads")),
     "torch.worker_count": (("03", "torch's own warning"), ("03", "extra workers")),
     "torch.iterable_length": (("11", "Two workers, every item twice"),),
     "torch.pin_memory": (("19", "pin_memory"), ("03", "pin_memory")),
