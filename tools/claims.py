@@ -97,14 +97,7 @@ CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
 ]
 
 # claims whose notebook prints no verdict line yet: (verdict, measured), written by hand
-PENDING: dict[str, tuple[str, str]] = {
-    'C6': ('holds with a nuance',
-            'CPU decode: workers helped up to the idle cores (k workers ≥ 1.3× one), a worker past them gained less than linearly; latency-bound reads: 8 workers ≥ 4× one on 2 cores; torch warns from one worker above the affinity CPU count, on any machine; descriptors run out per *kept tensor* (200 batches > 20 workers)'),
-    'C7': ('holds',
-            '2 workers request exactly 2, 4, 16 batches for factors 1, 2, 8; under 400 ms spikes factor 8 waits ≤ 70 % as long as factor 1 after start-up'),
-    'C8': ('holds with a nuance',
-            'without an accelerator: 1 warning and 0 pinned batches; the copy speed-up needs a GPU (the cell measures it there)'),
-}
+PENDING: dict[str, tuple[str, str]] = {}
 
 
 def notebook(number: str, root: Path = ROOT) -> Path:
