@@ -64,6 +64,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+try:  # imported as tools.grade (python -m, the tests)
+    from tools.grade_report import POINTS, student_of, summary, write_feedback
+except ImportError:  # run as a script, `python tools/grade.py`: its folder is on sys.path
+    from grade_report import POINTS, student_of, summary, write_feedback  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
@@ -73,7 +78,6 @@ IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import 
                      re.M)
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
-POINTS = 10  # per lab; a lab with two checks gives each half
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
 KERNEL = "loaderlab"
 HEADER = ["student", "submission", "lab", "points", "max_points", "passed", "reason", "part1", "part2"]
@@ -538,87 +542,6 @@ def grade(path: Path, timeout: float, course: Course, lab: str | None = None) ->
     parts = [c.passed for c in checks] if len(checks) > 1 else []
     said = [(c.name, c.passed, _line(c)[1] or (c.error or "gave no verdict")) for c in checks]
     return Result(str(path), lab, not reason, " ".join(reason.split()), parts, checks=said)
-
-
-# Learning-platform exports: Canvas names files `doejane_12345_67890_lab.ipynb` (LATE_ may follow
-# the name), Blackboard `Lab 01_jdoe_attempt_2026-12-01-10-00-00_lab.ipynb`, Moodle puts each
-# student in a folder `Jane Doe_12345_assignsubmission_file_`.
-CANVAS = re.compile(r"^([A-Za-z][\w-]*?)_(?:LATE_)?\d+_\d+_")
-BLACKBOARD = re.compile(r"_([^_]+)_attempt_\d{4}-\d\d-\d\d")
-MOODLE = re.compile(r"^(.+?)_\d+_assignsubmission_\w*$")
-
-
-def student_of(path: Path, root: Path | None = None) -> str:
-    """The student a submission belongs to: its first folder under ``root`` (an export with one
-    folder per student, Moodle's name cleaned), else the name in a Canvas or Blackboard file name,
-    else the file name without ``.ipynb``."""
-    if root is not None:
-        inside = path.resolve().relative_to(root.resolve()).parts
-        if len(inside) > 1:
-            folder = inside[0]
-            moodle = MOODLE.match(folder)
-            return moodle.group(1) if moodle else folder
-    for pattern in (CANVAS, BLACKBOARD):
-        if found := pattern.search(path.name):
-            return found.group(1)
-    return path.stem
-
-
-def feedback(result: Result) -> str:
-    """The text a student reads: lab, points, each check's sentence and hint, or why nothing ran."""
-    mark = PASS if result.passed else FAIL
-    lines = [f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
-             f"submission: {Path(result.submission).name}", ""]
-    for name, ok, sentence in result.checks:
-        lines.append(f"{PASS if ok else FAIL} {name}: {sentence}")
-    if result.reason and not any(result.reason.endswith(s) for _, ok, s in result.checks if not ok):
-        lines += ["", f"Why: {result.reason}"]
-    if not result.passed:
-        lines += ["", "Fix what the first ❌ line says (its hint names the notebook section), run the "
-                  "lab's check cell again until it prints ✅, then hand the notebook in again."]
-    return "\n".join(lines) + "\n"
-
-
-def write_feedback(results: list[Result], folder: Path) -> list[Path]:
-    """Write one feedback file per submission into ``folder`` (``<student>_lab<NN>.txt``; two
-    files of one student for one lab get ``_2``, ``_3``); return their paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for result in results:
-        base = re.sub(r"[^\w.-]+", "_", f"{result.student or 'unknown'}_lab{result.lab or 'XX'}").strip("_")
-        target, n = folder / f"{base}.txt", 1
-        while target in written:
-            n += 1
-            target = folder / f"{base}_{n}.txt"
-        target.write_text(feedback(result), encoding="utf-8")
-        written.append(target)
-    return written
-
-
-def common_reason(reason: str) -> str:
-    """A failure reason with its cell numbers and figures taken out, so that alike reasons count
-    together."""
-    return re.sub(r"\d+(\.\d+)?", "N", reason.split(" Hint:")[0])[:140]
-
-
-def summary(results: list[Result]) -> str:
-    """Return the per-lab table (submissions, passed, failed, mean points) and, per lab, its most
-    common failure reasons."""
-    from collections import Counter
-
-    groups = {lab or "?": [r for r in results if r.lab == lab] for lab in sorted({r.lab for r in results})}
-    rows = [("lab", "submissions", "passed", "failed", "mean points")]
-    for lab, mine in [*groups.items(), ("all", results)]:
-        passed = sum(r.passed for r in mine)
-        mean = sum(r.points for r in mine) / len(mine) if mine else 0.0
-        rows.append((lab, str(len(mine)), str(passed), str(len(mine) - passed), f"{mean:.1f}"))
-    text = [f"{a:<5} {b:>11} {c:>7} {d:>7} {e:>12}" for a, b, c, d, e in rows]
-    for lab, mine in groups.items():
-        reasons = Counter(common_reason(r.reason) for r in mine if not r.passed)
-        if reasons:
-            text.append(f"lab {lab}, most common failures:")
-            text += [f"  {count} × {reason}" for reason, count in reasons.most_common(3)]
-    return "\n".join(text)
 
 
 def course_python(root: Path | None = None, platform: str = sys.platform) -> Path:

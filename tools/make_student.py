@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "loaderlab-course"
 LEFT_OUT = ("solutions/", "tests/", ".ci/", ".github/", "build/", "site/", "wheelhouse/", "conftest.py",
             "mkdocs.yml", "docs/answers.md", "docs/instructor.md", "docs/student/", "tools/grade.py",
-            "tools/grade_kernel.py", "tools/make_labs.py", "tools/make_student.py", "tools/soak.py",
+            "tools/grade_kernel.py", "tools/grade_report.py", "tools/make_labs.py", "tools/make_student.py",
+            "tools/soak.py",
             "tools/build_site.py", "tools/site_hooks.py", "tools/machines.py", "tools/simulation/",
             "tools/record.py",
             "CONTRIBUTING.md", "requirements-dev.txt", ".pre-commit-config.yaml")
