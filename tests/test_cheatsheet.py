@@ -67,7 +67,8 @@ def test_the_cheat_sheet_is_one_recipe_per_pitfall_short_enough_to_print():
     assert len(set(symptoms)) == len(symptoms) >= 12
     assert page.count("```python") == len(symptoms)
     # two printed pages in two columns hold about 2 x 2 x 60 lines; the site's print test measures it
-    assert len(page.splitlines()) <= 200, len(page.splitlines())
+    # (tests/test_site.py, A4 through Chromium): 220 leaves a margin under those 240
+    assert len(page.splitlines()) <= 220, len(page.splitlines())
     assert "manual_seed(base_seed + worker_id)" not in page and ".dataset.rng =" not in page
 
 

@@ -28,11 +28,11 @@ class H5Dataset(Dataset):
             self.rows = self.file[self.name]
         return self.rows
 
+    def __getstate__(self):  # spawn/forkserver pickle the dataset: the worker opens its own file
+        return {**self.__dict__, "file": None, "rows": None, "pid": None}
+
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
         return torch.from_numpy(self._rows()[i])
-
-    def __getstate__(self):  # spawn/forkserver pickle the dataset: the worker opens its own file
-        return {**self.__dict__, "file": None, "rows": None, "pid": None}
