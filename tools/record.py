@@ -329,7 +329,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         else:
             refused.append(_shown(path))
     if solutions:  # a solution's header changed: its lab shows the same line
-        import make_labs
+        try:
+            from tools import make_labs
+        except ImportError:  # run as a script, `python tools/record.py`
+            import make_labs  # type: ignore[no-redef]
 
         make_labs.main([])
     if refused:
