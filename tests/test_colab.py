@@ -124,7 +124,7 @@ def test_on_a_simulated_colab_it_clones_and_changes_into_the_course(tmp_path, fo
 
 @pytest.mark.course  # a kernel that imports torch: the lab run for real from Colab's /content
 def test_a_lab_runs_from_an_empty_folder_on_a_simulated_colab(tmp_path, monkeypatch):
-    import execute_notebooks
+    from tools import execute_notebooks
 
     content, course = tmp_path / "content", tmp_path / "content" / "loaderlab"
     content.mkdir()

@@ -157,8 +157,10 @@ COMMANDS: dict[str, tuple] = {
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),
     "make soak N=3 LOAD=1": DRY(SUITE + " three times"),
     ".venv/bin/python -m pytest tests/test_cores.py": RUN(timeout=120),
-    "python -m pytest": DRY(SUITE + " (the check tier, in one process)"),
-    "python -m tools.NAME": WORD("how every tool is run, named in prose (CONTRIBUTING.md)"),
+    "python -m pytest": VARIANT("python -m pytest --collect-only -q -p no:cacheprovider",
+                                "the check tier (make check runs it): collecting shows what it selects",
+                                timeout=180),
+    "python -m tools.soak --help": RUN(timeout=60, says="usage"),
     # the doctor, the grader, the cheat sheet
     "python -m loaderlab doctor my_module:make_loader": RUN(timeout=180, module="my_module"),
     "python -m loaderlab doctor module:make_loader": RUN(timeout=180, module="module"),

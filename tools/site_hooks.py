@@ -74,6 +74,9 @@ def rewrite_links(content: str, page: Any) -> str:
 
     def rewrite(match: re.Match) -> str:
         path, anchor = match["path"], match["anchor"]
+        if on_notebook and path.endswith(".md") and "://" not in path:  # a page of docs/, as built
+            return f'href="{path[:-3]}.html#{anchor}"' if anchor else f'href="{path[:-3]}.html"'
+
         to_notebook = bool(NOTEBOOK_PAGE.search(path)) and "://" not in path
         if not to_notebook and not (on_notebook and not path):
             return match.group(0)
