@@ -121,6 +121,8 @@ def test_stub_is_not_attempted(capsys):
 
 
 @pytest.mark.course
+@pytest.mark.timing  # alone: in the parallel pass another test of the same worker left torch.manual_seed
+# not the object torch.random holds (pickling it then fails); not found yet, noted in #39
 @pytest.mark.parametrize(("candidate", "batches"), [(torch_pieces, 3), (module_pieces, 4)])
 def test_correct_answers_pass_under_spawn(candidate, batches, capsys, no_leaked_workers):
     assert check_spawn_safe(candidate) is True

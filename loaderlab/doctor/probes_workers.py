@@ -140,7 +140,9 @@ class WorkerProbes(ProbeBase):
         if cores < 2:
             self.figures["threads"]["verdict"] = "not measured here: 1 usable core"
             return
-        if ticks >= 2 and workers * ticks > cores:
+        # two threads busy in the /proc ticks AND more CPU than wall time per fetch: a pool thread
+        # working beside the main one (a thread that only hands batches over reads below 1.5)
+        if ticks >= 2 and cpu / wall >= 1.5 and workers * ticks > cores:
             self.add("workers.threads_oversubscribed", threads=ticks, cpu_ms=round(1000 * cpu / len(rows), 1),
                      wall_ms=round(1000 * wall / len(rows), 1), libs=libs, workers=workers,
                      busy=workers * ticks, cores=cores)
