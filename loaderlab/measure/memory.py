@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 
 from loaderlab._validate import require_loader, require_positive
 from loaderlab.loaders import stop_workers
+from loaderlab.measure.family import machine_busy_seconds as _busy_seconds
 from loaderlab.measure.passes import Pass, timed_batches
 from loaderlab.processes import is_multiprocessing_helper
 
@@ -41,18 +42,6 @@ def live_workers() -> list[psutil.Process]:
         except psutil.Error:
             continue
     return alive
-
-
-_BUSY = ("user", "nice", "system", "irq", "softirq")
-
-
-def _busy_seconds(cpus: list[int] | None = None) -> float:
-    """CPU seconds spent busy since boot: by the whole machine, or on the listed CPUs only."""
-    if cpus is None:
-        t = psutil.cpu_times()
-        return sum(getattr(t, name, 0.0) for name in _BUSY)
-    per_cpu = psutil.cpu_times(percpu=True)
-    return sum(getattr(per_cpu[i], name, 0.0) for i in cpus for name in _BUSY)
 
 
 def _usable_cpus() -> list[int]:
