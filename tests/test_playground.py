@@ -172,10 +172,10 @@ def test_others_cpu_can_count_only_the_cpus_this_process_may_use(monkeypatch):
     import os
 
     import loaderlab
-    from loaderlab.measure import memory
+    from loaderlab.measure import family
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid=0: {0, 10_000}, raising=False)  # CPU 10000: none
-    assert memory._usable_cpus() == [0]
+    assert family.usable_cpus() == [0]
     others = loaderlab.OthersCpu(usable_only=True).start()
     time.sleep(0.2)
     others.stop()

@@ -7,7 +7,8 @@ What a learner reads first is the stored record, so it is taken like a measureme
 notebook the recorder:
 
 1. waits until the machine is quiet: the other processes' CPU use (the machine's busy CPU time
-   minus this process's and its children's, on the CPUs this process may use) stays under
+   minus this process's and its descendants', on the CPUs this process may use:
+   ``loaderlab.OthersCpu``, which follows a descendant even after its parent exits) stays under
    ``--threshold`` cores for ``--quiet-s`` seconds in a row; after ``--max-wait`` seconds it
    gives up with a one-line reason;
 2. runs the notebook alone through the course's one execution path
@@ -46,10 +47,10 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-import psutil
 
 from loaderlab.cores import usable_cores
-from loaderlab.measure.family import FamilyMonitor, family_cpu_seconds, machine_busy_seconds
+from loaderlab.measure.family import FamilyMonitor
+from loaderlab.measure.memory import OthersCpu
 
 try:  # python -m tools.record (make record), the tests
     from tools import execute_notebooks, runtimes
@@ -69,41 +70,12 @@ INTERVAL_S = 0.5  # one reading of the others' CPU use while waiting
 
 # --- the others' CPU use ---------------------------------------------------------------------------
 
-def _usable_cpus() -> list[int] | None:
-    """The CPUs this process may run on, or None where that cannot be read (count them all)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    existing = range(len(psutil.cpu_times(percpu=True)))
-    return sorted(set(os.sched_getaffinity(0)) & set(existing)) or None
-
-
-class OthersMeter:
-    """The other processes' CPU use, in cores, between ``start()`` and ``stop()``: the busy CPU time
-    of the CPUs we may use, minus what this process and all its descendants used (a notebook's
-    kernel, its workers, the ones that exited and were waited for). ``read(interval_s)`` measures
-    the next ``interval_s`` seconds (it sleeps)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.cpus = _usable_cpus()
-        self.me = psutil.Process()
-
-    def _now(self) -> tuple[float, float, float]:
-        return self.clock(), machine_busy_seconds(self.cpus), family_cpu_seconds(self.me)
-
-    def start(self) -> None:
-        self._start = self._now()
-
-    def stop(self) -> float:
-        t1, busy1, ours1 = self._now()
-        t0, busy0, ours0 = self._start
-        elapsed = t1 - t0
-        return max(0.0, (busy1 - busy0) - (ours1 - ours0)) / elapsed if elapsed > 0 else 0.0
-
-    def read(self, interval_s: float) -> float:
-        self.start()
+def others_cores(interval_s: float) -> float:
+    """The cores the other processes kept busy over the next ``interval_s`` seconds (it sleeps),
+    on the CPUs this process may use."""
+    with OthersCpu(usable_only=True) as others:
         time.sleep(interval_s)
-        return self.stop()
+    return others.cores
 
 
 # --- waiting for a quiet machine -----------------------------------------------------------------
@@ -158,7 +130,7 @@ class Run:
 def measured_run(path: Path, timeout: float = 300) -> Run:
     """Run ``path`` through execute_notebooks.run, with the family's peak memory and the others'
     CPU use measured around it. Raises what ``run`` raises (a cell's error)."""
-    others = OthersMeter()
+    others = OthersCpu(usable_only=True, interval_s=0.2)  # follows the children that outlive parents
     monitors: list[FamilyMonitor] = []
 
     def started(runner) -> None:
@@ -315,10 +287,9 @@ def main(argv: Iterable[str] | None = None) -> int:
               "LOADERLAB_START_METHOD (tools/execute_notebooks.py --no-write runs notebooks under another)")
         return 2
     os.environ["LOADERLAB_TEST_MODE"] = "1"
-    meter = OthersMeter()
 
     def quiet() -> Quiet:
-        return wait_until_quiet(meter.read, time.monotonic, threshold=options.threshold,
+        return wait_until_quiet(others_cores, time.monotonic, threshold=options.threshold,
                                 quiet_s=options.quiet_s, max_wait_s=options.max_wait_s)
 
     refused, solutions = [], False

@@ -2,13 +2,16 @@
 costs, kernel and every worker, subprocess and torchrun rank it starts.
 
 One implementation for the test suite's notebook budgets (conftest.py) and the recorder
-(tools/record.py): ``family_mb`` (memory now), ``FamilyMonitor`` (peak memory over a run, in a
-background thread, and the children still alive after it), ``family_cpu_seconds`` (CPU time so
-far) and ``machine_busy_seconds`` (the whole machine's, to tell our CPU use from the others').
+(tools/record.py), and for ``loaderlab.OthersCpu``: ``family_mb`` (memory now),
+``FamilyMonitor`` (peak memory over a run, in a background thread, and the children still alive
+after it), ``FamilyCpu`` (CPU time used since a start, reaped and orphaned descendants included),
+``machine_busy_seconds`` (the whole machine's, to tell our CPU use from the others') and
+``usable_cpus``.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -40,18 +43,79 @@ def family_mb(root: psutil.Process) -> float:
     return total / 2**20
 
 
-def family_cpu_seconds(root: psutil.Process) -> float:
-    """Return the CPU seconds (user + system) used so far by ``root`` and its descendants, the
-    ones still alive and the ones that have exited and been waited for (a parent's children
-    times hold them): a DataLoader's workers, once joined, stay counted."""
-    total = 0.0
-    for proc in _family(root):
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-    return total
+def usable_cpus() -> list[int]:
+    """Return the CPUs this process may run on (its affinity: taskset, a cpuset), among those that
+    exist; all of them where the affinity cannot be read (macOS, Windows)."""
+    existing = range(len(psutil.cpu_times(percpu=True)))
+    if not hasattr(os, "sched_getaffinity"):
+        return list(existing)
+    return sorted(set(os.sched_getaffinity(0)) & set(existing)) or list(existing)
+
+
+def _cpu(proc: psutil.Process) -> tuple[float, float, int] | None:
+    """(own CPU seconds, reaped children's CPU seconds, parent pid) of ``proc``, None once gone."""
+    try:
+        with proc.oneshot():
+            t, ppid = proc.cpu_times(), proc.ppid()
+    except psutil.Error:
+        return None
+    return t.user + t.system, getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0), ppid
+
+
+class FamilyCpu:
+    """The CPU seconds ``root`` and its descendants used since this object was made.
+
+    Each ``sample()`` reads every process of the family, and keeps following those that left it
+    (a grandchild whose parent exited is adopted by init). A process's CPU counts once: while it
+    lives, by its own times; once its parent reaps it, in the parent's reaped-children times (so
+    a worker that starts and exits between two samples is counted); an orphan reaped by init,
+    by its times at the last sample (what it used after that is lost: sample often, e.g. every
+    0.2 s from a thread, when the family starts processes that outlive their parents).
+    """
+
+    def __init__(self, root: psutil.Process) -> None:
+        self.root = root
+        self._since = time.time()
+        self._procs: dict[tuple[int, float], psutil.Process] = {}
+        self._last: dict[tuple[int, float], tuple[float, float, int]] = {}  # own, reaped, ppid
+        self._base: dict[tuple[int, float], float] = {}  # CPU used before we started counting
+        self._retired = 0.0  # what the processes that are gone still count
+        self._lock = threading.Lock()
+        self.sample()
+
+    def sample(self) -> float:
+        """Read the family now; return the CPU seconds it used since this object was made."""
+        with self._lock:
+            for proc in _family(self.root):
+                try:
+                    key = (proc.pid, proc.create_time())
+                except psutil.Error:
+                    continue
+                self._procs.setdefault(key, proc)
+            alive: dict[tuple[int, float], tuple[float, float, int]] = {}
+            for key, proc in self._procs.items():
+                now = _cpu(proc)
+                if now is None:
+                    continue
+                last = self._last.get(key)
+                if last is None:  # new: what it used before we started is not ours
+                    self._base[key] = sum(now[:2]) if key[1] < self._since else 0.0
+                else:  # times only grow (a zombie may read lower)
+                    now = (max(now[0], last[0]), max(now[1], last[1]), now[2])
+                alive[key] = now
+            living_pids = {pid for pid, _ in alive}
+            for key in [k for k in self._procs if k not in alive]:
+                last = self._last.get(key)
+                if last is not None:
+                    reaped_by_family = last[2] in living_pids
+                    # reaped by a parent we follow: its whole life is now in that parent's
+                    # reaped-children times, less what it used before we started
+                    self._retired += -self._base[key] if reaped_by_family else sum(last[:2]) - self._base[key]
+                del self._procs[key]
+                self._last.pop(key, None)
+                self._base.pop(key, None)
+            self._last.update(alive)
+            return self._retired + sum(sum(v[:2]) - self._base[k] for k, v in self._last.items())
 
 
 def machine_busy_seconds(cpus: list[int] | None = None) -> float:

@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 
 from loaderlab._validate import require_loader, require_positive
 from loaderlab.loaders import stop_workers
+from loaderlab.measure.family import FamilyCpu, usable_cpus
 from loaderlab.measure.family import machine_busy_seconds as _busy_seconds
 from loaderlab.measure.passes import Pass, timed_batches
 from loaderlab.processes import is_multiprocessing_helper
@@ -44,37 +45,15 @@ def live_workers() -> list[psutil.Process]:
     return alive
 
 
-def _usable_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity: taskset, a cpuset), among those that exist."""
-    existing = range(len(psutil.cpu_times(percpu=True)))
-    if not hasattr(os, "sched_getaffinity"):
-        return list(existing)
-    return sorted(set(os.sched_getaffinity(0)) & set(existing)) or list(existing)
-
-
-def _own_seconds() -> float:
-    """CPU seconds used by this process, its reaped children and its live descendants."""
-    me = psutil.Process()
-    times = me.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in me.children(recursive=True):
-        try:
-            t = child.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            continue
-    return total
-
-
 class OthersCpu:
     """How many cores the rest of the machine kept busy while a block ran.
 
     ``with OthersCpu() as others: ...`` then ``others.cores``: the machine's busy CPU time
-    minus this process's and its descendants' (workers, a forkserver), per second of the
-    block. ``start()`` and ``stop()`` do the same where the window is not a block (from a
-    loop's first batch to its end). Start it while the workers you measure are alive
-    (persistent workers): a process of ours that starts and exits inside the window is counted
-    as someone else's.
+    minus this process's and its descendants' (workers, a forkserver, the ones that exited and
+    were waited for), per second of the block. ``start()`` and ``stop()`` do the same where the
+    window is not a block (from a loop's first batch to its end). A descendant whose parent
+    exits before it does is followed from one reading to the next: ``interval_s`` reads the
+    family that often from a background thread, so such a process is lost for at most that long.
 
     ``OthersCpu(usable_only=True)`` counts only the CPUs this process may run on (its affinity,
     e.g. ``taskset -c 0``), and ``free`` is then how many of those the others left: what a
@@ -84,23 +63,39 @@ class OthersCpu:
     cores = 0.0
     free = 0.0
 
-    def __init__(self, usable_only: bool = False):
+    def __init__(self, usable_only: bool = False, interval_s: float | None = None):
         self.usable_only = usable_only
+        self.interval_s = interval_s
+        self._reader: threading.Thread | None = None
+        self._done = threading.Event()
 
     def start(self) -> OthersCpu:
         """Start the window now; return self."""
-        self._cpus = _usable_cpus() if self.usable_only else None
-        self._start = (time.perf_counter(), _busy_seconds(self._cpus), _own_seconds())
+        self._cpus = usable_cpus() if self.usable_only else None
+        self._ours = FamilyCpu(psutil.Process())
+        self._start = (time.perf_counter(), _busy_seconds(self._cpus))
         self.cores = self.free = 0.0
+        if self.interval_s:
+            self._done.clear()
+            self._reader = threading.Thread(target=self._read_family, name="loaderlab-others", daemon=True)
+            self._reader.start()
         return self
+
+    def _read_family(self) -> None:
+        while not self._done.wait(self.interval_s):
+            self._ours.sample()
 
     def stop(self) -> float:
         """End the window; set and return ``cores``, the others' busy cores during it."""
         if not hasattr(self, "_start"):
             raise RuntimeError("OthersCpu.stop() needs a start() first")
-        t0, busy0, own0 = self._start
+        if self._reader is not None:
+            self._done.set()
+            self._reader.join()
+            self._reader = None
+        t0, busy0 = self._start
         elapsed = time.perf_counter() - t0
-        others = (_busy_seconds(self._cpus) - busy0) - (_own_seconds() - own0)
+        others = (_busy_seconds(self._cpus) - busy0) - self._ours.sample()
         self.cores = max(0.0, others / elapsed) if elapsed > 0 else 0.0
         counted = len(self._cpus) if self._cpus is not None else len(psutil.cpu_times(percpu=True))
         self.free = max(0.0, counted - self.cores)
