@@ -1,6 +1,6 @@
 """Child processes, with psutil only (no torch): which are multiprocessing's own helpers, and
 the one way the course kills a process with everything it started (``kill_tree``: loaderlab.bounded
-and the labs' bounded children).
+and the labs' bounded children, the grader's kernels).
 
 One answer for the test suite's leftover check (conftest.py), ``loaderlab.live_workers`` and
 ``make preflight``: the resource tracker and the forkserver live as long as the process that
@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Iterable
 
 import psutil
 
@@ -38,13 +39,15 @@ def is_multiprocessing_helper(proc: psutil.Process, parent_pid: int) -> bool:
         return True
 
 
-def kill_tree(pid: int, wait_s: float = 5.0) -> None:
+def kill_tree(pid: int, wait_s: float = 5.0, also: Iterable[psutil.Process] = ()) -> None:
     """Kill process ``pid``'s group and all its descendants (also those in sessions of their
-    own, like torchrun's ranks); return once none of them runs (at most ``wait_s``)."""
+    own, like torchrun's ranks), and the processes in ``also`` (descendants seen earlier, which
+    may have been re-parented since); return once none of them runs (at most ``wait_s``)."""
     try:  # the descendants first: once their parent dies they can no longer be found
         family = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         family = []
+    family += [proc for proc in also if proc not in family]
     if hasattr(os, "killpg"):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)

@@ -4,7 +4,7 @@ import torch
 from torch.utils.data import Dataset
 
 # stands for a library's client (a connection pool); it notes how each read was guarded
-from loaderlab.labs.hangs import ResourceClient
+from loaderlab.labs.lab08 import ResourceClient
 
 
 class ClientDataset(Dataset):

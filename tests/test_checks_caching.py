@@ -13,8 +13,8 @@ import torch
 from lesson04_image_files import ImageFiles  # written by notebook 04 (notebooks/: pytest's pythonpath)
 from torch.utils.data import DataLoader, Dataset
 
-from loaderlab.checks import caching
-from loaderlab.checks.caching import check_cached_loader
+from loaderlab.checks import lab04 as caching
+from loaderlab.checks.lab04 import check_cached_loader
 from loaderlab.data import make_image_folder
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),

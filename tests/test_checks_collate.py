@@ -13,14 +13,14 @@ from course_code import ROOT
 from lesson05_pad_collate import pad_collate  # notebooks/ is on pytest's pythonpath (pyproject)
 from torch.nn.utils.rnn import pad_sequence
 
-from loaderlab.checks import CheckerTypeError
-from loaderlab.checks.collate import (
+from loaderlab.checks.lab05 import (
     bucket_check_lengths,
     check_bucket_batches,
     check_pad_collate,
     expected_pad,
     pad_check_samples,
 )
+from loaderlab.checks.report import CheckerTypeError
 from loaderlab.collate import padding_waste
 
 _spec = importlib.util.spec_from_file_location("snippet_bucketing",

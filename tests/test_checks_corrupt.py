@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, default_collate
 
-from loaderlab.checks.corrupt import check_skip_broken_collate
-from loaderlab.labs.corrupt import SometimesBroken
+from loaderlab.checks.lab21 import check_skip_broken_collate
+from loaderlab.labs.lab21 import SometimesBroken
 
 
 def _verdict(capsys, candidate, *args) -> str:

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from loaderlab.checks.descriptors import check_kept_batches
-from loaderlab.labs import descriptors
+from loaderlab.checks.lab15 import check_kept_batches
+from loaderlab.labs import lab15 as descriptors
 
 pytestmark = [pytest.mark.usefixtures("no_leaked_workers"),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from loaderlab.checks.distributed import check_ddp_epochs, reference_orders
+from loaderlab.checks.lab10 import check_ddp_epochs, reference_orders
 
 
 def _verdict(capsys, *candidates) -> str:

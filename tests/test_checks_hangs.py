@@ -10,8 +10,8 @@ import threading
 import pytest
 from torch.utils.data import DataLoader, get_worker_info
 
-from loaderlab.checks.hangs import check_hang_fix
-from loaderlab.labs.hangs import ResourceClient, epoch_with_lock_held
+from loaderlab.checks.lab08 import check_hang_fix
+from loaderlab.labs.lab08 import ResourceClient, epoch_with_lock_held
 
 # The lab's dataset, written by the solution's %%writefile lab08.py cell; solutions/ is on
 # pytest's pythonpath (pyproject), so spawned workers, which import it by name, find it too.

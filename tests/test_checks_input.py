@@ -3,12 +3,29 @@ shown in Jupyter as one line; a wrong *answer* is still reported as ❌ (tested 
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+
 import pytest
 
-import loaderlab.checks as checks
-from loaderlab.checks import CheckerTypeError, CheckerValueError
+import loaderlab.checks
+from loaderlab.checks.lab06 import check_cow_fix
+from loaderlab.checks.lab09 import check_balanced_weights
+from loaderlab.checks.lab10 import check_ddp_epochs
+from loaderlab.checks.report import CheckerTypeError, CheckerValueError
 
-CHECKERS = [getattr(checks, name) for name in checks.__all__ if name.startswith("check_")]
+LAB_MODULES = [importlib.import_module(f"loaderlab.checks.{m.name}")
+               for m in pkgutil.iter_modules(loaderlab.checks.__path__) if m.name.startswith("lab")]
+CHECKERS = [obj for module in LAB_MODULES for name, obj in vars(module).items()
+            if name.startswith("check_") and obj.__module__ == module.__name__]
+
+
+def test_every_checker_module_is_named_by_its_lab_and_the_package_re_exports_none():
+    names = [m.name for m in pkgutil.iter_modules(loaderlab.checks.__path__)]
+    assert all(n == "report" or re.fullmatch(r"lab\d\d", n) for n in names), names
+    assert not [n for n in vars(loaderlab.checks) if n.startswith("check_")]
+    assert len(CHECKERS) >= len(LAB_MODULES)
 
 
 def _first_parameter(checker) -> str:
@@ -43,24 +60,24 @@ def test_unknown_arguments_raise_a_type_error(checker):
 )
 def test_check_cow_fix_validates_its_size(kwargs, error, word):
     with pytest.raises(error, match=word):
-        checks.check_cow_fix(lambda rows: rows, **kwargs)
+        check_cow_fix(lambda rows: rows, **kwargs)
 
 
 def test_check_ddp_epochs_wants_a_function_for_eval_indices():
     with pytest.raises(TypeError, match="`eval_indices` must be a function"):
-        checks.check_ddp_epochs(lambda *a: None, [0, 1])
+        check_ddp_epochs(lambda *a: None, [0, 1])
 
 
 def test_an_unfinished_stub_is_still_pending_not_an_error(capsys):
     def stub(*args):
         raise NotImplementedError("your code here")
 
-    assert checks.check_balanced_weights(stub) is False
-    assert checks.check_balanced_weights(None) is False
+    assert check_balanced_weights(stub) is False
+    assert check_balanced_weights(None) is False
     assert capsys.readouterr().out.splitlines() == ["⏳ not attempted yet"] * 2
 
 
 def test_a_wrong_answer_is_a_one_line_verdict_not_an_error(capsys):
-    assert checks.check_balanced_weights(lambda labels: "weights") is False
+    assert check_balanced_weights(lambda labels: "weights") is False
     out = capsys.readouterr().out
     assert out.startswith("❌") and out.count("\n") == 1

@@ -7,8 +7,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from loaderlab import env
-from loaderlab.checks import loops
-from loaderlab.checks.loops import (
+from loaderlab.checks import lab01 as loops
+from loaderlab.checks.lab01 import (
     FixedOrderSampler,
     check_loop_to_loader,
     loop_data,

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from loaderlab.checks import memory
-from loaderlab.checks.memory import check_cow_fix, worker_growth
-from loaderlab.labs.memory import caption_rows, list_bytes
+from loaderlab.checks import lab06 as memory
+from loaderlab.checks.lab06 import check_cow_fix, worker_growth
+from loaderlab.labs.lab06 import caption_rows, list_bytes
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 

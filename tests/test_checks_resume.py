@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
-from loaderlab.checks import resume
-from loaderlab.checks.resume import check_resumable
+from loaderlab.checks import lab13 as resume
+from loaderlab.checks.lab13 import check_resumable
 
 pytest.importorskip("torchdata")
 

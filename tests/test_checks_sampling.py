@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from loaderlab.checks.sampling import check_balanced_weights, label_sets
+from loaderlab.checks.lab09 import check_balanced_weights, label_sets
 
 
 def _verdict(capsys, candidate) -> str:

@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.utils.data import ConcatDataset, Dataset, get_worker_info
 
-from loaderlab.checks import seeding
-from loaderlab.checks.seeding import SECTION, check_seeded_dataset, draws, repeats, repeats_across
+from loaderlab.checks import lab07 as seeding
+from loaderlab.checks.lab07 import SECTION, check_seeded_dataset, draws, repeats, repeats_across
 
 # solutions/ is on pytest's pythonpath (pyproject), so spawned workers, which import lab07 by
 # name, find it too

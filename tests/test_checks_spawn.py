@@ -16,8 +16,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
-from loaderlab.checks import spawn
-from loaderlab.checks.spawn import check_spawn_safe
+from loaderlab.checks import lab12 as spawn
+from loaderlab.checks.lab12 import check_spawn_safe
 from loaderlab.loaders import rebuild
 
 OFFSET = 0  # read by Shifted in whichever process fetches: a spawned worker sees the import-time value

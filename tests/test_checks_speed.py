@@ -15,8 +15,8 @@ import torch
 from lesson03_datasets import LatencyDataset  # written by notebook 03 (notebooks/: pytest's pythonpath)
 from torch.utils.data import DataLoader, Dataset
 
-from loaderlab.checks import speed
-from loaderlab.checks.speed import check_fast_loader, reference_batches
+from loaderlab.checks import lab03 as speed
+from loaderlab.checks.lab03 import check_fast_loader, reference_batches
 from loaderlab.loaders import same_batches
 
 N_SAMPLES, BATCH_SIZE, LATENCY_S = 84, 8, 0.04

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
-from loaderlab.checks.splits import check_split_loaders
-from loaderlab.labs.splits import split_datasets
+from loaderlab.checks.lab02 import check_split_loaders
+from loaderlab.labs.lab02 import split_datasets
 
 
 def _line(capsys) -> str:

@@ -8,9 +8,9 @@ import pytest
 import torch
 from threadpoolctl import threadpool_limits
 
-from loaderlab.checks import threads
-from loaderlab.checks.threads import check_one_thread_workers
-from loaderlab.labs import threads as lab
+from loaderlab.checks import lab24 as threads
+from loaderlab.checks.lab24 import check_one_thread_workers
+from loaderlab.labs import lab24 as lab
 
 pytestmark = [pytest.mark.usefixtures("no_leaked_workers"),
               pytest.mark.skipif(not hasattr(os, "fork"), reason="the lab forks its workers")]

@@ -45,7 +45,7 @@ def _stub_with(cell: str):
 
 
 REPLACES_CHECKER = """import sys
-import loaderlab.checks.loops as loops
+import loaderlab.checks.lab01 as loops
 loops.check_loop_to_loader = lambda *args: print("✅ same batches") or True
 fake = type(sys)("loaderlab.checks")
 fake.check_loop_to_loader = loops.check_loop_to_loader
@@ -334,12 +334,7 @@ def test_a_usage_error_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys,
 
 
 def test_a_missing_course_kernel_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys):
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    def missing(self, name):
-        raise NoSuchKernel(name)
-
-    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", missing)
+    monkeypatch.setattr(grade, "kernel_specs", lambda: {"python3": ["python"]})  # tools.course's lookup
     nbformat.write(nbformat.v4.new_notebook(), tmp_path / "ok.ipynb")
     assert grade.main([str(tmp_path / "ok.ipynb"), "--csv", str(tmp_path / "g.csv")]) == 2
     err = capsys.readouterr().err
@@ -385,11 +380,11 @@ def test_the_course_is_read_once_so_a_submission_cannot_change_it_for_the_next(t
     for module in (ROOT / "notebooks").glob("*.py"):
         shutil.copy(module, root / "notebooks" / module.name)
     course = grade.Course(root)  # as grading starts
-    (root / "loaderlab" / "checks" / "loops.py").write_text("check_loop_to_loader = lambda *a: True\n")
+    (root / "loaderlab" / "checks" / "lab01.py").write_text("check_loop_to_loader = lambda *a: True\n")
     (root / "notebooks" / "lesson03_datasets.py").write_text("# rewritten by a submission\n")
     course.layout(tmp_path / "course")  # what the next submission runs with
-    copy = tmp_path / "course" / "package" / "loaderlab" / "checks" / "loops.py"
-    assert copy.read_bytes() == (ROOT / "loaderlab" / "checks" / "loops.py").read_bytes()
+    copy = tmp_path / "course" / "package" / "loaderlab" / "checks" / "lab01.py"
+    assert copy.read_bytes() == (ROOT / "loaderlab" / "checks" / "lab01.py").read_bytes()
     assert copy.stat().st_mode & 0o222 == 0  # read-only (root may still write: the checks get a newer copy)
     lesson = tmp_path / "course" / "notebooks" / "lesson03_datasets.py"
     assert lesson.read_bytes() == (ROOT / "notebooks" / "lesson03_datasets.py").read_bytes()

@@ -123,6 +123,27 @@ def test_lab_stubs_run_only_inside_checkers(path):
             f"{path.name}: {name} is not wrapped by loaderlab.checks.report.checker (⏳ for a stub)")
 
 
+@pytest.mark.skipif(not LABS, reason="no labs yet")
+@pytest.mark.parametrize("path", LABS, ids=[p.name for p in LABS])
+def test_a_lab_imports_its_checker_and_scaffolding_one_way_from_its_own_modules(path):
+    """Lab NN reaches the package's lab code only by ``from loaderlab.checks.labNN import check_*``
+    and ``from loaderlab.labs.labNN import ...`` (solutions' helper files included)."""
+    lab = path.name.split("_")[0]
+    own = {f"loaderlab.checks.lab{lab}", f"loaderlab.labs.lab{lab}"}
+    trees = _code(path) + [ast.parse(p.read_text()) for p in (ROOT / "solutions").glob(f"lab{lab}.py")]
+    reached = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                if name.startswith(("loaderlab.checks", "loaderlab.labs")):
+                    assert isinstance(node, ast.ImportFrom) and name in own, (
+                        f"{path.name} line {node.lineno}: `{name}`; a lab imports only from {sorted(own)}")
+                    reached.add(name)
+    assert f"loaderlab.checks.lab{lab}" in reached, f"{path.name} does not import its checker"
+
+
 @pytest.mark.release  # the static test above stands in for it in make test
 @pytest.mark.skipif(not LABS, reason="no labs yet")
 @pytest.mark.parametrize("path", LABS, ids=[p.name for p in LABS])

@@ -278,10 +278,10 @@ SCANNED = ("loaderlab/**/*.py", "notebooks/lesson*.py")
 # from. The list may only shrink: a use not listed fails, and so does a listed one that is gone
 # (delete its line). Guard them, or document the function/module "POSIX only" and guard its uses.
 KNOWN = {
-    "loaderlab/labs/descriptors.py import resource": "lab 15's scaffolding (Linux only), forked child",
-    "loaderlab/labs/descriptors.py os.setpgrp": "lab 15's scaffolding, forked child",
-    'loaderlab/labs/descriptors.py multiprocessing_context="fork"': "lab 15's scaffolding, forked child",
-    'loaderlab/checks/memory.py multiprocessing_context="fork"': "worker_growth: its caller asks can_fork()",
+    "loaderlab/labs/lab15.py import resource": "lab 15's scaffolding (Linux only), forked child",
+    "loaderlab/labs/lab15.py os.setpgrp": "lab 15's scaffolding, forked child",
+    'loaderlab/labs/lab15.py multiprocessing_context="fork"': "lab 15's scaffolding, forked child",
+    'loaderlab/checks/lab06.py multiprocessing_context="fork"': "worker_growth: its caller asks can_fork()",
     "notebooks/lesson15_fd_limit.py import resource": "notebook 15 (Linux sections), run in a child",
     "notebooks/lesson15_fd_limit.py /dev/shm as a path": "notebook 15 (Linux sections), run in a child",
     "notebooks/lesson15_small_shm.py /dev/shm as a path": "notebook 15's small /dev/shm demo, run in a child",

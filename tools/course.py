@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".loaderlab-installed"
-KERNEL = "loaderlab"
+KERNEL = "loaderlab"  # the Jupyter kernel setup registers; kernel_specs() looks it up
 LINT_PATHS = ["loaderlab", "tests", "tools", "docs", "notebooks", "solutions", "conftest.py"]
 # what each install level reads: a change in one of these files re-runs setup
 SETUP_INPUTS = {
@@ -70,6 +70,14 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "lint": ("dev", "ruff over the code, tests and notebooks; mypy; the import contracts"),
     "clean": (None, "remove .venv, site/ and pytest's cache"),
 }
+
+
+def kernel_specs() -> dict[str, list[str]]:
+    """The registered Jupyter kernels, name -> the argv that starts them: the tools' one lookup of
+    the course's kernel (``KERNEL in kernel_specs()``). Needs jupyter_client (after setup)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return {name: spec["spec"].get("argv", []) for name, spec in KernelSpecManager().get_all_specs().items()}
 
 
 def venv_python(venv: Path | None = None, platform: str = sys.platform) -> Path:

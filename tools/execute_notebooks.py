@@ -26,9 +26,13 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
+try:  # python -m tools.execute_notebooks, and the tools and tests that import it
+    from tools.course import KERNEL, kernel_specs
+except ImportError:  # run as a script, `python tools/execute_notebooks.py`: its folder is on sys.path
+    from course import KERNEL, kernel_specs  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
-KERNEL = "loaderlab"
 
 
 def notebooks(args: list[str]) -> list[Path]:
@@ -39,13 +43,7 @@ def notebooks(args: list[str]) -> list[Path]:
 
 def kernel_name() -> str:
     """The course's kernel ("loaderlab", registered by `make setup`), else this Python's own."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        KernelSpecManager().get_kernel_spec(KERNEL)
-        return KERNEL
-    except NoSuchKernel:
-        return "python3"
+    return KERNEL if KERNEL in kernel_specs() else "python3"
 
 
 def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,

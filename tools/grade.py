@@ -28,14 +28,8 @@ started is left. (Code can still defeat this on purpose by reaching into the gra
 or from inside the answer the checker calls: the grader closes the shortcuts, reading the
 answers closes the rest.)
 
-The CSV has the columns ``student,submission,lab,points,max_points,passed,reason,part1,part2``:
-the student is the submission's first folder under a folder argument (Moodle's folder name
-cleaned), else the name in a Canvas or Blackboard file name, else the file name; ``POINTS``
-per lab, each check an equal share (the parts: labs with two checks, 05 and 10; empty for the
-others). Each submission gets a feedback file a student reads without the course's tools
-(``feedback/<student>_lab<NN>.txt`` beside the CSV, or ``--feedback DIR``: each check's sentence
-and hint), and ``<csv>_summary.txt`` holds the per-lab table and the most common failures. A
-notebook that cannot be read, a kernel that dies and a timeout are rows with their reason. Each
+What it writes (the CSV, a feedback file per submission, the summary) is tools/grade_report.py's:
+a notebook that cannot be read, a kernel that dies and a timeout are rows with their reason. Each
 submission's output is capped (``OUTPUT_CAP_BYTES``).
 Exit status: 0 when every submission was graded, 2 on a usage error (one sentence), 130 when
 interrupted (the CSV holds those graded).
@@ -46,28 +40,28 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import csv
 import hashlib
 import hmac
 import json
 import os
 import re
 import secrets
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 try:  # imported as tools.grade (python -m, the tests)
-    from tools.grade_report import POINTS, student_of, summary, write_feedback
+    from tools.course import KERNEL, kernel_specs
+    from tools.grade_report import Result, student_of, summary, write_csv, write_feedback
 except ImportError:  # run as a script, `python tools/grade.py`: its folder is on sys.path
-    from grade_report import POINTS, student_of, summary, write_feedback  # type: ignore[no-redef]
+    from course import KERNEL, kernel_specs  # type: ignore[no-redef]
+    from grade_report import Result, student_of, summary, write_csv, write_feedback  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
@@ -79,8 +73,6 @@ IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import 
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
-KERNEL = "loaderlab"
-HEADER = ["student", "submission", "lab", "points", "max_points", "passed", "reason", "part1", "part2"]
 USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]"
 
 
@@ -90,24 +82,6 @@ class UsageError(Exception):
 
 class Unreadable(Exception):
     """A submission that is not a notebook: the message is its CSV reason."""
-
-
-@dataclass
-class Result:
-    submission: str
-    lab: str
-    passed: bool
-    reason: str
-    parts: list[bool] = field(default_factory=list)  # one per check, for labs with two
-    student: str = ""
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (check, passed, its sentence)
-
-    @property
-    def points(self) -> float:
-        """Points out of POINTS (each of the lab's checks an equal share; none without a check)."""
-        if not self.checks:
-            return float(POINTS if self.passed else 0)
-        return round(POINTS * sum(ok for _, ok, _ in self.checks) / len(self.checks), 1)
 
 
 @dataclass
@@ -234,27 +208,10 @@ def _error(cell):
 
 def _kernel_name() -> str:
     """Return the course kernel's name; raise UsageError when it is not registered."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        KernelSpecManager().get_kernel_spec(KERNEL)
-    except NoSuchKernel:
+    if KERNEL not in kernel_specs():
         raise UsageError(f"the course's Jupyter kernel {KERNEL!r} is not registered: run `make setup` "
-                         f"in the course folder (it registers it), then grade again") from None
+                         f"in the course folder (it registers it), then grade again")
     return KERNEL
-
-
-def _kill(pgid: int, tracked: list) -> None:
-    """SIGKILL the kernel's process group and every process it was seen to start, in case one left
-    the group; wait until they are gone."""
-    import psutil
-
-    with contextlib.suppress(OSError, AttributeError):  # no process groups on Windows: `tracked` only
-        os.killpg(pgid, signal.SIGKILL)
-    for proc in tracked:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()
-    psutil.wait_procs(tracked, timeout=5)
 
 
 def lab_checks(lab_text: str) -> tuple[list, list[Check], list[str]]:
@@ -397,6 +354,8 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     '' or why it failed, and the checks with their verdicts."""
     import nbformat
     import psutil
+
+    from loaderlab.processes import kill_tree  # the course's one way to kill a process tree
     try:  # the course's one way to run a notebook (imported as tools.grade, or run as a script)
         from tools.execute_notebooks import client as notebook_client
     except ImportError:
@@ -443,7 +402,8 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
                     where = "in the lab's closing cells"
                     _run_cell(client, cell, index, deadline, kernel, tracked)
             finally:
-                _kill(kernel.pid, tracked)  # the kernel leads its own process group
+                # the kernel leads its own process group; `tracked`: what it started, in case one left it
+                kill_tree(kernel.pid, also=tracked)
     except (CellTimeoutError, _Overtime):
         return f"timeout: still running after {timeout:g} s, {where}", checks
     except (DeadKernelError, _KernelDied):
@@ -603,13 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(result)
         verdict = f"{PASS} passed" if result.passed else f"{FAIL} {result.reason}"
         print(f"{path} (lab {result.lab or '?'}, {time.monotonic() - start:.1f} s): {verdict}", flush=True)
-    with open(args.csv, "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(HEADER)
-        for r in results:
-            parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
-            writer.writerow([r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason,
-                             *parts])
+    write_csv(results, Path(args.csv))
     write_feedback(results, args.feedback)
     table = summary(results)
     summary_file = Path(args.csv).with_name(Path(args.csv).stem + "_summary.txt")

@@ -1,16 +1,27 @@
-"""What the grader hands back (tools/grade.py): the student each submission belongs to, a
-feedback file per submission a student reads without the course's tools, and the per-lab
-summary with the most common failures. Standard library only."""
+"""What the grader hands back (tools/grade.py runs the submissions): each submission's result, the
+CSV, a feedback file per submission a student reads without the course's tools, and the per-lab
+summary with the most common failures. Standard library only.
+
+The CSV has the columns ``student,submission,lab,points,max_points,passed,reason,part1,part2``:
+the student is the submission's first folder under a folder argument (Moodle's folder name
+cleaned), else the name in a Canvas or Blackboard file name, else the file name; ``POINTS``
+per lab, each check an equal share (the parts: labs with two checks, 05 and 10; empty for the
+others). Each submission gets a feedback file (``feedback/<student>_lab<NN>.txt`` beside the CSV,
+or ``--feedback DIR``: each check's sentence and hint), and ``<csv>_summary.txt`` holds the
+per-lab table and the most common failures.
+"""
 
 from __future__ import annotations
 
+import csv
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 PASS, FAIL = "✅", "❌"  # as loaderlab.checks.report prints them
 POINTS = 10  # per lab; a lab with two checks gives each half
+HEADER = ["student", "submission", "lab", "points", "max_points", "passed", "reason", "part1", "part2"]
 
 
 # Learning-platform exports: Canvas names files `doejane_12345_67890_lab.ipynb` (LATE_ may follow
@@ -19,6 +30,35 @@ POINTS = 10  # per lab; a lab with two checks gives each half
 CANVAS = re.compile(r"^([A-Za-z][\w-]*?)_(?:LATE_)?\d+_\d+_")
 BLACKBOARD = re.compile(r"_([^_]+)_attempt_\d{4}-\d\d-\d\d")
 MOODLE = re.compile(r"^(.+?)_\d+_assignsubmission_\w*$")
+
+
+@dataclass
+class Result:
+    submission: str
+    lab: str
+    passed: bool
+    reason: str
+    parts: list[bool] = field(default_factory=list)  # one per check, for labs with two
+    student: str = ""
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (check, passed, its sentence)
+
+    @property
+    def points(self) -> float:
+        """Points out of POINTS (each of the lab's checks an equal share; none without a check)."""
+        if not self.checks:
+            return float(POINTS if self.passed else 0)
+        return round(POINTS * sum(ok for _, ok, _ in self.checks) / len(self.checks), 1)
+
+
+def write_csv(results: list[Result], path: Path) -> None:
+    """Write one row per result under HEADER (the parts empty for a lab with one check)."""
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(HEADER)
+        for r in results:
+            parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
+            writer.writerow([r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason,
+                             *parts])
 
 
 def student_of(path: Path, root: Path | None = None) -> str:
@@ -37,7 +77,7 @@ def student_of(path: Path, root: Path | None = None) -> str:
     return path.stem
 
 
-def feedback(result: Any) -> str:
+def feedback(result: Result) -> str:
     """The text a student reads: lab, points, each check's sentence and hint, or why nothing ran."""
     mark = PASS if result.passed else FAIL
     lines = [f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
@@ -52,7 +92,7 @@ def feedback(result: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_feedback(results: list[Any], folder: Path) -> list[Path]:
+def write_feedback(results: list[Result], folder: Path) -> list[Path]:
     """Write one feedback file per submission into ``folder`` (``<student>_lab<NN>.txt``; two
     files of one student for one lab get ``_2``, ``_3``); return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -74,7 +114,7 @@ def common_reason(reason: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "N", reason.split(" Hint:")[0])[:140]
 
 
-def summary(results: list[Any]) -> str:
+def summary(results: list[Result]) -> str:
     """Return the per-lab table (submissions, passed, failed, mean points) and, per lab, its most
     common failure reasons."""
     groups = {lab or "?": [r for r in results if r.lab == lab] for lab in sorted({r.lab for r in results})}

@@ -38,7 +38,9 @@ def _tool(name: str, path: Path | None = None):
 
 
 course, install = _tool("course"), _tool("install")
-KERNEL = "loaderlab"
+reports = _tool("preflight_report")  # the JSON a student sends, the instructor's table of them
+KERNEL = course.KERNEL
+kernel_specs = course.kernel_specs  # registered Jupyter kernels: name -> the argv that starts them
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 GiB, MiB = 2**30, 2**20
 MIN_SHM, MIN_RAM_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 2
@@ -130,14 +132,6 @@ def index_url() -> str:
     """The package index pip uses: PIP_INDEX_URL, else PyPI."""
     configured = os.environ.get("PIP_INDEX_URL", "").split()
     return configured[0] if configured else "https://pypi.org/simple"
-
-
-def kernel_specs() -> dict[str, list[str]]:
-    """Registered Jupyter kernels: name -> the argv that starts them."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    specs = KernelSpecManager().get_all_specs()
-    return {name: spec["spec"].get("argv", []) for name, spec in specs.items()}
 
 
 # ---- checks: each returns a Result --------------------------------------------------------
@@ -321,10 +315,11 @@ def check_shm() -> Result:
 
 
 def start_method() -> str:
-    """The start method new workers get: LOADERLAB_START_METHOD, else Python's default here.
-    A copy of loaderlab.processes.configured_start_method: preflight runs before anything is
-    installed (standard library only), so it cannot import loaderlab (psutil) at that point."""
-    return os.environ.get("LOADERLAB_START_METHOD", "").strip() or multiprocessing.get_start_method()
+    """The start method new workers get (loaderlab.processes.configured_start_method). Only the
+    checks after setup ask, so loaderlab (psutil) is importable here."""
+    from loaderlab.processes import configured_start_method
+
+    return configured_start_method()
 
 
 def check_start_method() -> Result:
@@ -483,7 +478,7 @@ def run(skip: Sequence[str] = (), deep: bool | None = None, report: Path | None 
         name: str = "") -> int:
     """Run the checks of this phase (``deep``: after setup; default: whether the course is
     installed in this Python) not in ``skip``, print one line each; write them to ``report`` (a
-    JSON file a student sends, see ``write_report``) when given; return the exit status."""
+    JSON file a student sends, tools/preflight_report.py) when given; return the exit status."""
     failed = warned = 0
     start = time.monotonic()
     deep = installed() if deep is None else deep
@@ -516,26 +511,15 @@ def run(skip: Sequence[str] = (), deep: bool | None = None, report: Path | None 
         )
     print(f"preflight: {verdict} ({warned} warning(s), {time.monotonic() - start:.0f} s)")
     if report is not None:
-        write_report(report, results, deep, name)
+        reports.write(report, results, deep, machine_facts(), name)
         print(f"preflight: report written to {report.name}: send this file to your instructor")
     return 1 if failed else 0
 
 
-def write_report(path: Path, results: Sequence[tuple[str, str, str, str]], deep: bool,
-                 name: str = "") -> None:
-    """Write what preflight found as JSON: who, the machine (OS, Python, CPU type, cores, RAM,
-    free disk), the phase (before or after setup) and each check with its status, detail and fix."""
-    import getpass
-
+def machine_facts() -> dict:
+    """The machine, for the report: OS, Python, CPU type, usable cores, RAM, free disk."""
     total, available = memory()
-    try:
-        user = getpass.getuser()
-    except Exception:  # no user name where the environment has none
-        user = ""
-    data = {
-        "format": "loaderlab-preflight/1",
-        "student": name or user,
-        "date": time.strftime("%Y-%m-%d %H:%M"),
+    return {
         "os": f"{platform.system()} {platform.release()}",
         "platform": sys.platform,
         "machine": machine()[1],
@@ -544,44 +528,7 @@ def write_report(path: Path, results: Sequence[tuple[str, str, str, str]], deep:
         "ram_total_gb": round(total / GiB, 1) if total else None,
         "ram_available_gb": round(available / GiB, 1) if available else None,
         "disk_free_gb": round(shutil.disk_usage(ROOT).free / GiB, 1),
-        "phase": "after setup" if deep else "before setup",
-        "checks": [{"check": c, "status": st, "detail": d, "fix": f} for c, st, d, f in results],
     }
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-
-
-def summarise(folder: Path) -> str:
-    """One table of the preflight reports in ``folder`` (``*.json``, subfolders too): who is
-    ready, who needs what; then the failing checks counted. A file that is not a report is a row
-    that says so."""
-    rows = [("student", "OS", "Python", "cores", "RAM free", "phase", "ready", "needs")]
-    needs: dict[str, int] = {}
-    ready = 0
-    for path in sorted(folder.rglob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("format") != "loaderlab-preflight/1":
-                raise ValueError("not a preflight report")
-            failing = [c for c in data["checks"] if c["status"] == FAIL]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            rows.append((path.stem, "?", "?", "?", "?", "?", "?", f"unreadable: {exc}"[:60]))
-            continue
-        ok = not failing and data["phase"] == "after setup"
-        ready += ok
-        for check in failing:
-            needs[check["check"]] = needs.get(check["check"], 0) + 1
-        what = "; ".join(f"{c['check']}: {c['fix']}" for c in failing) or (
-            "" if ok else "run `make lab`, then preflight again")
-        free = data.get("ram_available_gb")
-        rows.append((str(data.get("student") or path.stem), str(data.get("os", "?"))[:18],
-                     str(data.get("python", "?")), str(data.get("cores", "?")),
-                     "?" if free is None else f"{free:g} GB", data["phase"], "yes" if ok else "no", what))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
-             for row in rows]
-    lines.append(f"{ready} of {len(rows) - 1} ready (every check passed after setup)")
-    lines += [f"{count} × {check} failed" for check, count in sorted(needs.items(), key=lambda kv: -kv[1])]
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -600,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not folder.is_dir():
             print(f"preflight: --summarise {args.summarise}: no such folder", file=sys.stderr)
             return 2
-        print(summarise(folder))
+        print(reports.summarise(folder))
         return 0
     report = Path(args.report) if args.report else None
     if report is not None and (report.is_dir() or not report.resolve().parent.is_dir()):

@@ -1,52 +1,31 @@
-"""Lab checkers: ``check_<name>(candidate) -> bool``, one per exercise.
+"""Lab checkers, one module per lab: ``loaderlab.checks.labNN`` holds lab NN's ``check_*``.
 
-Each prints one line, never a traceback: ``✅`` and a confirmation, ``❌`` and what is wrong
-plus a hint (or the candidate's own error, on one line), ``⏳ not attempted yet`` for a stub.
+A lab imports its checker from its own module and only from there
+(``from loaderlab.checks.lab01 import check_loop_to_loader``): this package re-exports nothing.
+Its scaffolding, when it has some, is ``loaderlab.labs.labNN``; ``report`` is what the checkers
+share (the ``checker`` wrapper, ``Wrong``, the one-line errors).
+
+Each checker prints one line, never a traceback: ``✅`` and a confirmation, ``❌`` and what is
+wrong plus a hint (or the candidate's own error, on one line), ``⏳ not attempted yet`` for a stub.
 Checkers run the candidate in real DataLoaders; they do not read its source.
 
 | lab | checker |
 |---|---|
-| 01 loop → DataLoader | ``check_loop_to_loader`` |
-| 02 train/validation loaders | ``check_split_loaders`` |
-| 03 fast loader | ``check_fast_loader`` |
-| 04 caching decoded samples | ``check_cached_loader`` |
-| 05 pad_collate, bucketing | ``check_pad_collate``, ``check_bucket_batches`` |
-| 06 copy-on-write fix | ``check_cow_fix`` |
-| 07 worker seeding | ``check_seeded_dataset`` |
-| 08 hang fix | ``check_hang_fix`` |
-| 09 balanced weights | ``check_balanced_weights`` |
-| 10 DDP epochs | ``check_ddp_epochs`` |
-| 11 sharded IterableDataset | ``check_sharded_iterable`` |
-| 12 spawn-safe loader | ``check_spawn_safe`` |
-| 13 resumable dataset | ``check_resumable`` |
-| 14 find the bottleneck | ``check_bottleneck`` |
-| 15 too many open files | ``check_kept_batches`` (Linux only) |
-| 24 one thread per worker | ``check_one_thread_workers`` |
+| 01 loop → DataLoader | ``lab01.check_loop_to_loader`` |
+| 02 train/validation loaders | ``lab02.check_split_loaders`` |
+| 03 fast loader | ``lab03.check_fast_loader`` |
+| 04 caching decoded samples | ``lab04.check_cached_loader`` |
+| 05 pad_collate, bucketing | ``lab05.check_pad_collate``, ``lab05.check_bucket_batches`` |
+| 06 copy-on-write fix | ``lab06.check_cow_fix`` |
+| 07 worker seeding | ``lab07.check_seeded_dataset`` |
+| 08 hang fix | ``lab08.check_hang_fix`` |
+| 09 balanced weights | ``lab09.check_balanced_weights`` |
+| 10 DDP epochs | ``lab10.check_ddp_epochs`` |
+| 11 sharded IterableDataset | ``lab11.check_sharded_iterable`` |
+| 12 spawn-safe loader | ``lab12.check_spawn_safe`` |
+| 13 resumable dataset | ``lab13.check_resumable`` |
+| 14 find the bottleneck | ``lab14.check_bottleneck`` |
+| 15 too many open files | ``lab15.check_kept_batches`` (Linux only) |
+| 21 skip corrupt samples | ``lab21.check_skip_broken_collate`` |
+| 24 one thread per worker | ``lab24.check_one_thread_workers`` |
 """
-
-from loaderlab.checks.caching import check_cached_loader  # noqa: I001
-from loaderlab.checks.collate import check_bucket_batches, check_pad_collate
-from loaderlab.checks.distributed import check_ddp_epochs
-from loaderlab.checks.descriptors import check_kept_batches
-from loaderlab.checks.bottleneck import check_bottleneck
-from loaderlab.checks.hangs import check_hang_fix
-from loaderlab.checks.loops import check_loop_to_loader
-from loaderlab.checks.memory import check_cow_fix
-from loaderlab.checks.report import CheckerTypeError, CheckerValueError, Wrong, checker, one_line
-from loaderlab.checks.resume import check_resumable
-from loaderlab.checks.sampling import check_balanced_weights
-from loaderlab.checks.seeding import check_seeded_dataset
-from loaderlab.checks.spawn import check_spawn_safe
-from loaderlab.checks.speed import check_fast_loader
-from loaderlab.checks.splits import check_split_loaders
-from loaderlab.checks.streaming import check_sharded_iterable
-from loaderlab.checks.threads import check_one_thread_workers
-
-__all__ = [
-    "Wrong", "checker", "one_line", "CheckerTypeError", "CheckerValueError",
-    "check_loop_to_loader", "check_fast_loader", "check_pad_collate", "check_bucket_batches",
-    "check_cow_fix", "check_seeded_dataset", "check_hang_fix", "check_balanced_weights",
-    "check_ddp_epochs", "check_sharded_iterable", "check_resumable", "check_bottleneck",
-    "check_kept_batches", "check_split_loaders", "check_cached_loader", "check_spawn_safe",
-    "check_one_thread_workers",
-]

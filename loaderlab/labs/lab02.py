@@ -1,5 +1,5 @@
 """Lab 02's scaffolding: ``split_datasets()``, the training and validation sets the lab's loaders
-read (also what its checker, ``loaderlab.checks.splits``, traces)."""
+read (also what its checker, ``loaderlab.checks.lab02``, traces)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from torch.utils.data import DataLoader, Dataset
 
 from loaderlab.checks.report import Wrong, checker, one_line
-from loaderlab.labs.hangs import ResourceClient, epoch_with_lock_held
+from loaderlab.labs.lab08 import ResourceClient, epoch_with_lock_held
 
 N_ITEMS, WORKERS = 16, 2
 HINT = "Hint: notebook 08, section 'A worker that waits forever', Fix 1 and Fix 2"

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, Dataset
 from loaderlab._validate import require_positive
 from loaderlab.checks.report import NotCheckable, Wrong, checker
 from loaderlab.env import can_fork
-from loaderlab.labs.memory import N_ROWS, caption_rows, list_bytes
+from loaderlab.labs.lab06 import N_ROWS, caption_rows, list_bytes
 from loaderlab.measure import WorkerMemorySampler
 from loaderlab.units import MB
 

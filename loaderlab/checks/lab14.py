@@ -12,8 +12,8 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
+from loaderlab.checks.lab03 import reference_batches
 from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare, starting_loader
-from loaderlab.checks.speed import reference_batches
 from loaderlab.env import can_fork
 from loaderlab.loaders import batch_size_of, rebuild
 from loaderlab.measure import timed_pass

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from loaderlab.checks.report import Wrong, checker, epoch
-from loaderlab.labs.splits import N_TRAIN, N_VAL, VAL_FIRST_ID, split_datasets
+from loaderlab.labs.lab02 import N_TRAIN, N_VAL, VAL_FIRST_ID, split_datasets
 
 HINT = "Hint: notebook 02, sections 4 (drop_last) and 5 (shuffle=True is a RandomSampler)."
 BATCH_SIZES = (32, 10)

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import default_collate
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.labs.corrupt import SometimesBroken, sample
+from loaderlab.labs.lab21 import SometimesBroken, sample
 
 HINT = "Hint: notebook 21, section '4. A `collate_fn` that skips'."
 

@@ -2,7 +2,7 @@
 2-worker loader in a forked child with ``HEADROOM`` descriptors to spare, killed with its workers
 after ``BOUND_S``, and reports what happened. Under Linux's ``file_descriptor`` strategy every
 tensor from a worker holds a descriptor while it lives (notebook 15). The lab runs the
-experiment; its checker (``loaderlab.checks.descriptors``) judges the report."""
+experiment; its checker (``loaderlab.checks.lab15``) judges the report."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 client's lock, and ``epoch_with_lock_held(loader)``, one epoch run while a background thread of
 the main process holds that lock: a worker forked then inherits a copy locked for ever. Bounded:
 a read gives up on the lock after ``GIVE_UP_S`` s and the loader gets a timeout if it has none.
-The lab and its checker (``loaderlab.checks.hangs``) both use them."""
+The lab and its checker (``loaderlab.checks.lab08``) both use them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Lab 06's scaffolding: ``caption_rows()``, the table of captions the lab's Dataset must keep
 shared by forked workers, and ``list_bytes(rows)``, what such a list occupies. The lab and its
-checker (``loaderlab.checks.memory``) both use them."""
+checker (``loaderlab.checks.lab06``) both use them."""
 
 from __future__ import annotations
 

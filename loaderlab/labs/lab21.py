@@ -1,5 +1,5 @@
 """Lab 21's scaffolding: ``SometimesBroken``, a dataset with unreadable samples (``None``), and the
-readable ``sample(i)`` (also what its checker, ``loaderlab.checks.corrupt``, feeds the learner's
+readable ``sample(i)`` (also what its checker, ``loaderlab.checks.lab21``, feeds the learner's
 collate_fn)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 those ``threadpoolctl`` sees: BLAS, OpenMP) and the thread variables in its environment. The main
 process's BLAS is raised to ``MAIN_THREADS`` threads while the workers start, so a forked worker
 has threads to limit even on a 1-core machine (notebook 24). The checker
-(``loaderlab.checks.threads``) judges the report."""
+(``loaderlab.checks.lab24``) judges the report."""
 
 from __future__ import annotations
 

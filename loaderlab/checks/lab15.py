@@ -1,6 +1,6 @@
 """Checker for lab 15: keep every batch of a worker loader without running out of descriptors.
 Under Linux's ``file_descriptor`` strategy every tensor from a worker holds a descriptor while it
-lives (notebook 15); the lab's experiment (``loaderlab.labs.descriptors.keep_in_child``) keeps them
+lives (notebook 15); the lab's experiment (``loaderlab.labs.lab15.keep_in_child``) keeps them
 in a forked child with ``HEADROOM`` descriptors to spare, and this judges its report. Linux only:
 elsewhere batches travel by name (``file_system``), which costs no descriptor."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loaderlab.checks.report import Wrong, checker
-from loaderlab.labs.descriptors import HEADROOM, N_BATCHES, keep_in_child
+from loaderlab.labs.lab15 import HEADROOM, N_BATCHES, keep_in_child
 
 HINT = "Hint: notebook 15, sections 2 and 3, and its 'In your own code'"
 

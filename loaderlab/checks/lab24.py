@@ -1,6 +1,6 @@
 """Checker for lab 24: every worker's native thread pools (NumPy's BLAS, OpenMP) run one thread,
 so ``num_workers`` workers use ``num_workers`` cores, not ``num_workers × cores`` threads
-(notebook 24). The lab's experiment (``loaderlab.labs.threads.worker_pools``) reports what each
+(notebook 24). The lab's experiment (``loaderlab.labs.lab24.worker_pools``) reports what each
 worker runs with; this judges the report."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loaderlab.checks.report import NotCheckable, Wrong, checker
-from loaderlab.labs.threads import MAIN_THREADS, NUM_WORKERS, no_init, pools, worker_pools
+from loaderlab.labs.lab24 import MAIN_THREADS, NUM_WORKERS, no_init, pools, worker_pools
 
 HINT = "Hint: notebook 24, sections 1 and 3, and its 'In your own code'"
 
