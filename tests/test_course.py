@@ -122,10 +122,12 @@ def test_test_commands_run_each_pass_of_their_tier():
             for env, args in passes
         ]
         assert lines[-len(passes):] == expected, (name, lines)
-        if name == "test":  # the lint first: ruff, mypy, the import contracts
+        if name == "test":  # the lint first: ruff, mypy, the import contracts, the workflow
             venv = python.relative_to(ROOT).as_posix()
-            assert lines[-5].startswith(f"+ {venv} -m ruff check") and lines[-4] == f"+ {venv} -m mypy"
-            assert lines[-3].endswith("lint-imports --no-cache")
+            ruff, mypy, contracts, workflow = lines[-len(passes) - 4:-len(passes)]
+            assert ruff.startswith(f"+ {venv} -m ruff check") and mypy == f"+ {venv} -m mypy"
+            assert contracts.endswith("lint-imports --no-cache")
+            assert workflow.startswith(f"+ {venv} -m check_jsonschema --builtin-schema vendor.github-workflows")
 
 
 def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):

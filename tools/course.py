@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".loaderlab-installed"
 KERNEL = "loaderlab"  # the Jupyter kernel setup registers; kernel_specs() looks it up
+WORKFLOWS = [ROOT / ".github" / "workflows" / "ci.yml"]  # linted by check-jsonschema
 LINT_PATHS = ["loaderlab", "tests", "tools", "docs", "notebooks", "solutions", "conftest.py"]
 # what each install level reads: a change in one of these files re-runs setup
 SETUP_INPUTS = {
@@ -67,7 +68,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "claims": (None, "rebuild docs/claims.md from the notebooks' printed verdicts (--check: only check)"),
     "html": ("dev", "build the static site under site/"),
     "soak": ("dev", "run the nbval suite N times and list every cell that ever differed"),
-    "lint": ("dev", "ruff over the code, tests and notebooks; mypy; the import contracts"),
+    "lint": ("dev", "ruff over the code, tests and notebooks; mypy; the import contracts; the workflow"),
     "clean": (None, "remove .venv, site/ and pytest's cache"),
 }
 
@@ -236,12 +237,13 @@ def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
 
 def lint(run: Runner, python: Path) -> int:
     """ruff over the code, tests and notebooks; mypy over the package and the tools; the import
-    contracts of the package's layers (pyproject.toml says what each checks); the first failure's
-    status (each runs)."""
+    contracts of the package's layers (pyproject.toml says what each checks); the GitHub workflow
+    against GitHub's schema (check-jsonschema's copy); the first failure's status (each runs)."""
     steps: list[list[str | os.PathLike]] = [
         [python, "-m", "ruff", "check", *LINT_PATHS],
         [python, "-m", "mypy"],
         [python.with_name("lint-imports.exe" if sys.platform == "win32" else "lint-imports"), "--no-cache"],
+        [python, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *WORKFLOWS],
     ]
     return next((status for status in [run(step) for step in steps] if status), 0)
 
