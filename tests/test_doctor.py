@@ -797,5 +797,22 @@ def test_an_open_hdf5_or_lmdb_handle_is_found_by_its_type_without_importing_the_
 def test_busy_threads_count_the_threads_that_used_cpu():
     from loaderlab.doctor.workers import busy_threads
 
-    assert busy_threads({1: 10, 2: 0, 3: 5}, {1: 60, 2: 45, 3: 5, 4: 1}) == 2  # 3 idle, 4 barely
-    assert busy_threads({}, {}) == 0
+    ms = 1_000_000
+    # a pool thread doing its share (even beside a fetching thread that spins while it waits on a
+    # loaded machine) counts; an idle one (0) and one that barely ran (the feeder's pickling) do not
+    assert busy_threads(100 * ms, {2: 12 * ms, 3: 0, 4: ms // 2}) == 2
+    assert busy_threads(20 * ms, {2: 0}) == 1 and busy_threads(0, {}) == 1
+
+
+def test_thread_probe_reads_each_threads_cpu_in_this_process():
+    import threading
+
+    from loaderlab.doctor.workers import ThreadProbe, thread_cpu_ns
+
+    if not thread_cpu_ns():
+        pytest.skip("not measured here: no /proc/self/task/*/schedstat (Linux only)")
+    probe = ThreadProbe(list(range(4)))
+    first = probe[0]  # the first fetch in a process waits for the pools to settle: {} for the others
+    index, own, others, pools, cores = probe[1]
+    assert first[2] == {} and index == 1 and own >= 0 and cores >= 1 and "torch" in pools
+    assert threading.get_native_id() not in others
