@@ -67,7 +67,7 @@ class WorkerProbes(ProbeBase):
         finally:
             for iterator in iterators.values():
                 stop_workers(iterator)
-        first, by_index = epochs[0], {}
+        first, by_index = epochs[0], dict[int, list[Any]]()
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
         dup, pairs = common_positions([equal_positions(masks[i], *v[:2]) for i, v in by_index.items()

@@ -38,7 +38,7 @@ def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> 
     elif isinstance(obj, (Mapping, list, tuple, np.ndarray)):
         keys = sorted(obj, key=repr) if isinstance(obj, Mapping) else None
         tags.append(f"{type(obj).__name__}{keys!r}[")
-        items = np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj
+        items: Any = np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj
         for item in items if keys is None else [obj[k] for k in keys]:
             _walk(item, nums, tags, depth + 1)
         tags.append("]")
@@ -113,7 +113,7 @@ class ProbeDataset(AttributeForwarding, Dataset):
         object.__setattr__(self, "_with_state", bool(with_state))
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
+        return len(self._inner)
 
     def __getitem__(self, index: int) -> tuple[int, int, Any]:
         sample, worker = self._inner[index], getattr(get_worker_info(), "id", -1)
@@ -127,7 +127,7 @@ class ProbeIterable(AttributeForwarding, IterableDataset):
         object.__setattr__(self, "_inner", dataset)
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type] - TypeError when the stream has no length
+        return len(self._inner)  # TypeError when the stream has no length
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         worker = getattr(get_worker_info(), "id", -1)
@@ -211,7 +211,7 @@ class ThreadProbe(AttributeForwarding, Dataset):
         object.__setattr__(self, "_inner", dataset)
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
+        return len(self._inner)
 
     def __getitem__(self, index: int) -> tuple[int, int, dict[int, int] | None, str, int]:
         global _settled_in
