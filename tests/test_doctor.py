@@ -816,3 +816,47 @@ def test_thread_probe_reads_each_threads_cpu_in_this_process():
     index, own, others, pools, cores = probe[1]
     assert first[2] == {} and index == 1 and own >= 0 and cores >= 1 and "torch" in pools
     assert threading.get_native_id() not in others
+
+
+class TorchProducts(Dataset):
+    """Each sample from a 320 x 320 torch product: torch's own pool, 1 thread per worker unless
+    the worker_init_fn undoes torch's ``set_num_threads(1)`` (torch/utils/data/_utils/worker.py)."""
+
+    def __init__(self) -> None:
+        self.x = torch.rand(320, 320)
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return (self.x @ self.x)[index, :8]
+
+
+class PlainRows(Dataset):
+    """No BLAS call: NumPy's pool is configured for every core yet stays idle."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return np.arange(8.0) * index
+
+
+def two_torch_threads(worker_id: int) -> None:
+    torch.set_num_threads(2)
+
+
+@pytest.mark.course
+def test_threads_are_judged_by_the_threads_that_work_not_by_the_pools_configured(no_leaked_workers):
+    from loaderlab.cores import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("not measured here: 1 usable core")
+    code = "workers.threads_oversubscribed"
+    undone = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2, worker_init_fn=two_torch_threads),
+                 probes=["threads"])
+    assert code in undone.codes(), undone.figures["threads"]
+    kept = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2), probes=["threads"])
+    idle = run(DataLoader(PlainRows(), batch_size=8, num_workers=2), probes=["threads"])
+    for report in (kept, idle):
+        assert code not in report.codes() and report.figures["threads"]["busy_threads"] == 1
