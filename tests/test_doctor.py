@@ -797,5 +797,66 @@ def test_an_open_hdf5_or_lmdb_handle_is_found_by_its_type_without_importing_the_
 def test_busy_threads_count_the_threads_that_used_cpu():
     from loaderlab.doctor.workers import busy_threads
 
-    assert busy_threads({1: 10, 2: 0, 3: 5}, {1: 60, 2: 45, 3: 5, 4: 1}) == 2  # 3 idle, 4 barely
-    assert busy_threads({}, {}) == 0
+    ms = 1_000_000
+    # a pool thread doing its share (even beside a fetching thread that spins while it waits on a
+    # loaded machine) counts; an idle one (0) and one that barely ran (the feeder's pickling) do not
+    assert busy_threads(100 * ms, {2: 12 * ms, 3: 0, 4: ms // 2}) == 2
+    assert busy_threads(20 * ms, {2: 0}) == 1 and busy_threads(0, {}) == 1
+
+
+def test_thread_probe_reads_each_threads_cpu_in_this_process():
+    import threading
+
+    from loaderlab.doctor.workers import ThreadProbe, thread_cpu_ns
+
+    if not thread_cpu_ns():
+        pytest.skip("not measured here: no /proc/self/task/*/schedstat (Linux only)")
+    probe = ThreadProbe(list(range(4)))
+    first = probe[0]  # the first fetch in a process waits for the pools to settle: {} for the others
+    index, own, others, pools, cores = probe[1]
+    assert first[2] == {} and index == 1 and own >= 0 and cores >= 1 and "torch" in pools
+    assert threading.get_native_id() not in others
+
+
+class TorchProducts(Dataset):
+    """Each sample from a 320 x 320 torch product: torch's own pool, 1 thread per worker unless
+    the worker_init_fn undoes torch's ``set_num_threads(1)`` (torch/utils/data/_utils/worker.py)."""
+
+    def __init__(self) -> None:
+        self.x = torch.rand(320, 320)
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return (self.x @ self.x)[index, :8]
+
+
+class PlainRows(Dataset):
+    """No BLAS call: NumPy's pool is configured for every core yet stays idle."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return np.arange(8.0) * index
+
+
+def two_torch_threads(worker_id: int) -> None:
+    torch.set_num_threads(2)
+
+
+@pytest.mark.course
+def test_threads_are_judged_by_the_threads_that_work_not_by_the_pools_configured(no_leaked_workers):
+    from loaderlab.cores import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("not measured here: 1 usable core")
+    code = "workers.threads_oversubscribed"
+    undone = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2, worker_init_fn=two_torch_threads),
+                 probes=["threads"])
+    assert code in undone.codes(), undone.figures["threads"]
+    kept = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2), probes=["threads"])
+    idle = run(DataLoader(PlainRows(), batch_size=8, num_workers=2), probes=["threads"])
+    for report in (kept, idle):
+        assert code not in report.codes() and report.figures["threads"]["busy_threads"] == 1

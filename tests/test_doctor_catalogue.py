@@ -73,19 +73,11 @@ def raw_stderr(err: str) -> list[str]:
     return [part for part in parts if part.strip() and not part.startswith("doctor")]
 
 
-# the threads pair measures CPU per fetch: beside other tests on 2 cores it reads noise, so it runs
-# in the serial timing pass
-SERIAL = {"broken_threads_in_workers"}
-# Not judged right here yet: on this 2-core machine the threads probe flagged the fixed loader in
-# quiet serial runs and missed the broken one beside other tests (a 320 x 320 product reads 1.2-1.9
-# CPU per wall second either way). The finding is now conservative (two busy threads AND >= 1.5 CPU
-# per wall second); the pair waits for a probe that measures long enough (#37, open).
-UNRELIABLE = pytest.mark.skip(reason="threads probe not reliable on 2 cores yet (#37)")
-
-
+# The threads pair judges CPU time per thread during a worker's fetches (/proc/self/task/*/schedstat),
+# never wall time: contention slows a pool thread, it cannot make an idle one work, so the pair runs
+# in the check tier beside other tests.
 @pytest.mark.course
-@pytest.mark.parametrize("broken", [pytest.param(b, marks=[pytest.mark.timing, UNRELIABLE]) if b in SERIAL
-                                    else b for b in cat.CATALOGUE])
+@pytest.mark.parametrize("broken", list(cat.CATALOGUE))
 def test_broken_loader_exits_1_naming_its_finding_and_its_fix_exits_0(broken, no_leaked_workers, capfd):
     code, fixed, options, fixed_options = cat.CATALOGUE[broken]
     if broken == "broken_oversubscribed" and usable_cores() > 8:

@@ -371,7 +371,9 @@ NO_SPEED = ["--probes", "pickling,samples,collate,coverage,stream,batches,random
 SPEED = ["--probes", "speed"]
 THREADS = ["--probes", "threads"]
 HOOK = ["--between-epochs", "loaderlab.doctor.catalogue:set_sampler_epoch"]
-CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both, extra options for the fix)
+# broken -> (the finding, its fixed counterpart, options for both, extra options for the fix)
+Pair = tuple[str, str, list[str], list[str]]
+CATALOGUE: dict[str, Pair] = {
     "broken_last_batch_of_one": ("batch.last_size_1", "fixed_last_batch_of_one", NO_SPEED, []),
     "broken_too_few_workers": ("speed.more_workers", "fixed_too_few_workers", SPEED, []),
     "broken_oversubscribed": ("speed.workers_over_cores", "fixed_oversubscribed", SPEED, []),
@@ -408,7 +410,8 @@ CATALOGUE = {  # broken -> (the finding, its fixed counterpart, options for both
 }
 if importlib.util.find_spec("h5py") is not None:  # h5py is optional: the pair exists where it is installed
     CATALOGUE["broken_hdf5_handle"] = ("dataset.open_handle", "fixed_hdf5_handle", NO_SPEED, [])
-NOTES = {  # a note (what the doctor cannot see: the training loop) -> its fix, options, the fix's options
+# a note (what the doctor cannot see: the training loop) -> its fix, options, the fix's options
+NOTES: dict[str, Pair] = {
     "broken_distributed_order": ("distributed.no_set_epoch", "fixed_distributed_order", NO_SPEED, HOOK),
 }
 BROKEN = {broken: code for broken, (code, *_) in CATALOGUE.items()}  # loader -> the finding it must get

@@ -5,6 +5,7 @@ again."""
 
 import hashlib
 import importlib
+import io
 import os
 import sys
 import tempfile
@@ -241,7 +242,7 @@ class Records(Dataset):
 
     def __init__(self, n: int):
         self.n, self.path = n, record_file(n)
-        self.file = open(self.path, "rb")  # noqa: SIM115 - the bug
+        self.file: io.BufferedReader | None = open(self.path, "rb")  # noqa: SIM115 - the bug
 
     def __len__(self) -> int:
         return self.n
@@ -337,7 +338,8 @@ class FillsCache(Dataset):
     """Notebook 04's counter-case: each worker fills its own cache (4 MB per sample), never shared."""
 
     def __init__(self, n: int, keep: bool = True):
-        self.n, self.keep, self.stored = n, keep, {}
+        self.n, self.keep = n, keep
+        self.stored: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self.n

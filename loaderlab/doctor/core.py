@@ -27,7 +27,7 @@ from loaderlab.messages import one_line
 def describe(loader: DataLoader) -> str:
     """Return a one-line description of a loader: dataset class, batch size, workers, options."""
     try:
-        size = f"{len(loader.dataset)} samples"  # type: ignore[arg-type]
+        size = f"{len(loader.dataset)} samples"
     except TypeError:
         size = "no __len__"
     parts = [type(loader.dataset).__name__, "stream" if isinstance(loader.dataset, IterableDataset) else size]
@@ -93,7 +93,8 @@ def doctor(
         workers, chosen = _validated(time_budget_s, max_batches, shm_bytes, step_s, workers, between_epochs,
                                      probes)
         saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
-        names, statuses, raised = [p for p in PROBES if p in chosen], {}, [(w, "any") for w in caught]
+        names, raised = [p for p in PROBES if p in chosen], [(w, "any") for w in caught]
+        statuses: dict[str, dict[str, Any]] = {}
         work, problem = working_copy(loader)
         doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s),
                      between_epochs, shm_bytes)
@@ -107,8 +108,8 @@ def doctor(
                     getattr(doc, name)()
                 except Exception as exc:  # noqa: BLE001 - the user's loader failing is a finding
                     if own_failure(exc):  # the doctor's own limit: said as such, never as the user's problem
-                        why = f"not run: this probe cannot handle this loader ({one_line(exc)})"
-                        statuses[name] = {"ran": False, "seconds": None, "why": why}
+                        own = f"not run: this probe cannot handle this loader ({one_line(exc)})"
+                        statuses[name] = {"ran": False, "seconds": None, "why": own}
                         continue
                     if not doc.locate(exc):  # its root cause already reported, or the sample found
                         doc.causes.append(one_line(exc))

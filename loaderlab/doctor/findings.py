@@ -62,9 +62,10 @@ FINDINGS: dict[str, Spec] = {
         "Keep the path; open the file in each worker at its first __getitem__ (if self.file is None: open) "
         "and leave the handle out of __getstate__."),
     "workers.threads_oversubscribed": Spec(
-        "warning", "threads", "each worker keeps {threads} threads busy while it fetches ({cpu_ms} ms of CPU "
-        "per {wall_ms} ms fetch; {libs}): {workers} workers x {threads} = {busy} busy threads on {cores} "
-        "core(s), which slow each other down.",
+        "warning", "threads", "each worker keeps {threads} threads busy while it fetches (measured: over "
+        "{fetches} fetches its other threads used {other_ms} ms of CPU beside the fetching thread's "
+        "{own_ms} ms; {libs}): {workers} workers x {threads} = {busy} busy threads on {cores} core(s), "
+        "which slow each other down.",
         "Give each worker one thread in its worker_init_fn: threadpoolctl.threadpool_limits(1) (NumPy's "
         "BLAS, OpenMP) and cv2.setNumThreads(1); or start the program with OMP_NUM_THREADS=1."),
     "random.eval_transforms": Spec(

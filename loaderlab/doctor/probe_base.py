@@ -103,13 +103,12 @@ class ProbeBase:
     def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
                  max_batches: int, workers: Sequence[int] | None, step_s: float,
                  between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
-        self.loader, self.work, self.copy_problem = loader, work, copy_problem
+        self.loader, self._work, self.copy_problem = loader, work, copy_problem
         self.end, self.max_batches, self.workers = time.perf_counter() + budget_s, max_batches, workers
         self.step_s, self.between_epochs, self.shm_bytes = step_s, between_epochs, shm_bytes
-        self.dataset = work.dataset if work is not None else None  # the copy: probes fetch from it alone
         self.iterable = isinstance(loader.dataset, IterableDataset)
         try:
-            self.n = None if self.iterable else len(loader.dataset)  # type: ignore[arg-type]
+            self.n = None if self.iterable else len(loader.dataset)
         except TypeError:
             self.n = None
         ctx = loader.multiprocessing_context  # a context (torch converts a name) or None
@@ -123,15 +122,34 @@ class ProbeBase:
         self.causes: list[str] = []  # errors already reported with their root cause (one finding each)
         self.key_problem = self._key_problem()
 
+    @property
+    def copied(self) -> bool:
+        """Whether the user's objects could be copied (else only pickling and containers run)."""
+        return self._work is not None
+
+    @property
+    def work(self) -> DataLoader:
+        """The loader over the copies: every probe but pickling and containers uses it, and
+        ``Doctor.why_not`` runs none of those without it."""
+        if self._work is None:
+            raise LookupError(f"no copy of the loader: the dataset {self.copy_problem}")
+        return self._work
+
+    @property
+    def dataset(self) -> Any:
+        """The copy of the user's dataset (any object with ``__getitem__``/``__iter__``): the probes
+        fetch from it alone."""
+        return self.work.dataset
+
     def _key_problem(self) -> str | None:
         """Return why the probes cannot fetch ``dataset[i]`` for an int ``i`` (the sampler hands
         ``__getitem__`` something else: tuples, strings, lists with batch_size=None), else None."""
-        work = self.work
-        if work is None or self.iterable or not self.n:
+        if self._work is None or self.iterable or not self.n:
             return None
+        work = self._work
         custom = work.batch_sampler is not None and type(work.batch_sampler) is not BatchSampler
         try:
-            first = next(iter(work.batch_sampler if custom else work.sampler), None)  # type: ignore[arg-type]
+            first = next(iter(work.batch_sampler if custom else work.sampler), None)
         except Exception as exc:  # noqa: BLE001 - the user's sampler failing is said, not raised
             return f"its sampler raises {one_line(exc)}"
         if custom and isinstance(first, (list, tuple)) and first:

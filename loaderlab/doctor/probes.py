@@ -41,7 +41,7 @@ class Doctor(DataProbes, SampleProbes, SamplingProbes, WorkerProbes, SpeedProbes
         }.get(probe)
         if not_applicable:
             return "n/a", not_applicable
-        if self.work is None and probe not in ("pickling", "containers"):
+        if not self.copied and probe not in ("pickling", "containers"):
             return "skipped", f"the dataset {self.copy_problem}"
         if self.key_problem and probe in ("samples", "collate", "random", "persistent", "threads") and not (
                 probe == "collate" and self.iterable):

@@ -94,8 +94,8 @@ class SampleProbes(ProbeBase):
             failed = {i: e for i, e in failed.items() if not (i >= first_bad and isinstance(e, IndexError))}
             self.bad |= set(range(first_bad, n))
         by_type: dict[str, list[int]] = {}
-        for i, exc in sorted(failed.items()):
-            by_type.setdefault(type(exc).__name__, []).append(i)
+        for i, raised in sorted(failed.items()):
+            by_type.setdefault(type(raised).__name__, []).append(i)
         for indices in by_type.values():
             error = one_line(failed[indices[0]])
             self.causes.append(error)

@@ -31,7 +31,7 @@ class SamplingProbes(ProbeBase):
         if bs is None:
             return
         if type(bs) is BatchSampler:
-            n, size, total = len(bs.sampler), bs.batch_size, len(bs)  # type: ignore[arg-type]
+            n, size, total = len(bs.sampler), bs.batch_size, len(bs)
             ones = 1 if (n % size == 1 and not bs.drop_last and size > 1) else 0
         else:  # a custom batch sampler (the copy): count what one epoch yields
             sizes = [len(b) for b in itertools.islice(iter(bs), 100_000)]
@@ -145,6 +145,8 @@ class SamplingProbes(ProbeBase):
     # -- the sampler alone: which indices one epoch draws (no sample is read) -------------------
     def coverage(self) -> None:
         work, n = self.work, self.n
+        if not n:  # why_not runs this probe over indexable samples only
+            return
         source = work.batch_sampler if work.batch_sampler is not None else work.sampler
         seen: set[Any] = set()
         drawn = outside = 0
@@ -187,7 +189,7 @@ class SamplingProbes(ProbeBase):
             for epoch in range(2):
                 orders.append(list(iter(dist)))
                 self._hook(self.work, epoch + 1)
-            same, n = orders[0] == orders[1], len(dist.dataset)  # type: ignore[arg-type]
+            same, n = orders[0] == orders[1], len(dist.dataset)
             extra, shard = dist.total_size - n, {"samples": n, "replicas": dist.num_replicas}
             self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same,
                                            "indices": len(orders[0]), **shard, "padded": max(0, extra),
@@ -202,7 +204,7 @@ class SamplingProbes(ProbeBase):
         if weighted is None:
             return
         weights = weighted.weights.double()
-        attrs = [getattr(self.dataset, a, None) for a in ("targets", "labels")]
+        attrs: list[Any] = [getattr(self.dataset, a, None) for a in ("targets", "labels")]
         labels = next((v for v in attrs if hasattr(v, "__len__") and len(v) == len(weights)), None)
         if labels is None:
             self.figures["weighted"] = {"labels": "not reachable (no dataset.targets or dataset.labels)"}

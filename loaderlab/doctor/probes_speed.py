@@ -182,7 +182,8 @@ class SpeedProbes(ProbeBase):
         stretches = {w: stretch_rates(p, self._buffered(w)) for w, p in passes.items()}
         rates = {w: float(np.median(stretches[w])) if stretches[w] else None for w in passes}
         run = passes[user]  # a batch's cost: from the steady rate, else the median wait
-        cost_ms = (1000 * run.samples / max(1, run.batches) / rates[user] if rates[user]
+        rate = rates[user]
+        cost_ms = (1000 * run.samples / max(1, run.batches) / rate if rate
                    else 1000 * float(np.median(run.waits_s or [0.0])))
         figures = self.figures.setdefault("speed", {})
         figures.update({
@@ -226,11 +227,11 @@ class SpeedProbes(ProbeBase):
                f"stretches of a {window} s window, start-up excluded"
                + (", every stretch of the faster one ahead" if beyond else ""))
         self.figures["speed"].update(compared=other, speedup=round(theirs / mine, 2), beyond_noise=beyond)
-        same = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
+        same: dict[str, Any] = dict(best=other, best_rate=theirs, rate=mine, workers=user, how=how)
         if user > cores:
             gain = round(mine / theirs, 2)
-            fetch = self.figures["speed"].get("fetch")
-            computes = bool(fetch and fetch["computes"])
+            fetch: dict[str, Any] = self.figures["speed"].get("fetch") or {}
+            computes = bool(fetch.get("computes"))
             pays = mine >= LARGE * theirs and not computes
             if computes:
                 gained = ("gain only CPU time that other jobs on this machine would get" if gain >= LARGE

@@ -67,7 +67,7 @@ class WorkerProbes(ProbeBase):
         finally:
             for iterator in iterators.values():
                 stop_workers(iterator)
-        first, by_index = epochs[0], {}
+        first, by_index = epochs[0], dict[int, list[Any]]()
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
         dup, pairs = common_positions([equal_positions(masks[i], *v[:2]) for i, v in by_index.items()
@@ -118,31 +118,39 @@ class WorkerProbes(ProbeBase):
     def threads(self) -> None:
         cores, workers = usable_cores(), self.loader.num_workers
         indices = [i for i in self.spread(8) for _ in range(2)]  # twice: the first fetch may warm caches
+        # one worker; its first fetch waits SETTLE_S (the pool threads a fork left spinning fall asleep)
         probe = probe_loader(self.work, ThreadProbe(self.dataset), indices, num_workers=1,
                              persistent_workers=False)
         run, rows = Pass(), []
-        for row in timed_batches(probe, run, seconds=max(0.5, min(3.0, self.left() / 4)), kill=True):
+        for row in timed_batches(probe, run, seconds=max(0.5, min(2.0, self.left() / 4)), kill=True):
             rows.append(row)
         self.started(run.first_batch_s)
-        if len(rows) < 4:
-            self.figures["threads"] = {"fetches": len(rows), "verdict": "too few fetches in the time budget"}
+        measured = [r for r in rows[1:] if r[2] is not None]
+        figures: dict[str, Any] = {"fetches": len(measured), "workers": workers,
+                                   "cores": min(cores, rows[-1][4]) if rows else cores}
+        self.figures["threads"] = figures
+        if rows:
+            figures["libraries"] = rows[-1][3]
+        if rows and rows[-1][2] is None:
+            figures["verdict"] = "not measured here: no /proc/self/task/*/schedstat (Linux only)"
             return
-        ticks = busy_threads(rows[len(rows) // 4][4], rows[-1][4])  # after the first quarter: caches warm
-        rows = rows[len(rows) // 4 + 1:]
-        wall, cpu = sum(r[1] for r in rows), sum(r[2] for r in rows)
-        libs = rows[-1][3]
-        self.figures["threads"] = {"fetches": len(rows), "busy_threads": ticks,
-                                   "cpu_per_wall": round(cpu / wall, 2),
-                                   "libraries": libs, "workers": workers, "cores": cores}
-        if not rows[-1][4]:
-            self.figures["threads"]["verdict"] = "not measured here: no /proc/self/task (Linux only)"
+        if len(measured) < 3:
+            figures["verdict"] = "not measured here: too few fetches in the time budget"
             return
+        cores = figures["cores"]
+        own = sum(r[1] for r in measured)
+        others: dict[int, int] = {}
+        for r in measured:
+            for tid, ns in r[2].items():
+                others[tid] = others.get(tid, 0) + ns
+        threads = busy_threads(own, others)
+        figures.update(busy_threads=threads, fetching_cpu_ms=round(own / 1e6, 1),
+                       other_threads_cpu_ms=round(sum(others.values()) / 1e6, 1))
         if cores < 2:
-            self.figures["threads"]["verdict"] = "not measured here: 1 usable core"
+            figures["verdict"] = "not measured here: 1 usable core (every worker's threads share it)"
             return
-        # two threads busy in the /proc ticks AND more CPU than wall time per fetch: a pool thread
-        # working beside the main one (a thread that only hands batches over reads below 1.5)
-        if ticks >= 2 and cpu / wall >= 1.5 and workers * ticks > cores:
-            self.add("workers.threads_oversubscribed", threads=ticks, cpu_ms=round(1000 * cpu / len(rows), 1),
-                     wall_ms=round(1000 * wall / len(rows), 1), libs=libs, workers=workers,
-                     busy=workers * ticks, cores=cores)
+        # CPU time per thread, not wall time: contention can slow a thread, not make it work
+        if threads >= 2 and workers * threads > cores:
+            self.add("workers.threads_oversubscribed", threads=threads, fetches=len(measured),
+                     own_ms=figures["fetching_cpu_ms"], other_ms=figures["other_threads_cpu_ms"],
+                     libs=figures["libraries"], workers=workers, busy=workers * threads, cores=cores)

@@ -8,6 +8,7 @@ import hashlib
 import io
 import os
 import pickle
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from loaderlab.cores import usable_cores
 from loaderlab.datasets import AttributeForwarding
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
@@ -36,7 +38,7 @@ def _walk(obj: Any, nums: list[np.ndarray], tags: list[str], depth: int = 0) -> 
     elif isinstance(obj, (Mapping, list, tuple, np.ndarray)):
         keys = sorted(obj, key=repr) if isinstance(obj, Mapping) else None
         tags.append(f"{type(obj).__name__}{keys!r}[")
-        items = np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj
+        items: Any = np.ravel(obj)[:4096] if isinstance(obj, np.ndarray) else obj
         for item in items if keys is None else [obj[k] for k in keys]:
             _walk(item, nums, tags, depth + 1)
         tags.append("]")
@@ -111,7 +113,7 @@ class ProbeDataset(AttributeForwarding, Dataset):
         object.__setattr__(self, "_with_state", bool(with_state))
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
+        return len(self._inner)
 
     def __getitem__(self, index: int) -> tuple[int, int, Any]:
         sample, worker = self._inner[index], getattr(get_worker_info(), "id", -1)
@@ -125,7 +127,7 @@ class ProbeIterable(AttributeForwarding, IterableDataset):
         object.__setattr__(self, "_inner", dataset)
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type] - TypeError when the stream has no length
+        return len(self._inner)  # TypeError when the stream has no length
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         worker = getattr(get_worker_info(), "id", -1)
@@ -157,52 +159,80 @@ def copied(objects: Any) -> tuple[Any, str | None]:
 
 
 def thread_pools() -> str:
-    """Return the thread pools loaded in this process and their sizes ("openblas 2 threads, ..."),
-    from threadpoolctl when it is installed, else torch's own setting."""
+    """Return the thread pools loaded in this process and their sizes ("openblas 2 thread(s), ..."),
+    from threadpoolctl when it is installed, then torch's own setting and the thread variables set."""
+    pools = [f"torch {torch.get_num_threads()} thread(s)"]
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
-        return f"torch {torch.get_num_threads()} thread(s)"
-    pools = [f"{p.get('internal_api', p.get('user_api'))} {p.get('num_threads')} thread(s)"
-             for p in threadpool_info()]
-    return ", ".join([*pools, f"torch {torch.get_num_threads()} thread(s)"])
+        pass
+    else:
+        pools[:0] = [f"{p.get('internal_api', p.get('user_api'))} {p.get('num_threads')} thread(s)"
+                     for p in threadpool_info()]
+    pools += [f"{name}={os.environ[name]}" for name in THREAD_VARIABLES if name in os.environ]
+    return ", ".join(pools)
 
 
-def thread_ticks() -> dict[int, int]:
-    """Return the CPU time (clock ticks, user + system) each thread of this process has used, by
-    thread id, from /proc/self/task (Linux); {} elsewhere."""
-    ticks = {}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+SETTLE_S = 0.3  # OpenBLAS re-creates its threads in a forked worker; they spin ~0.1 s, then sleep
+HANDOVER_THREADS = ("QueueFeederThread",)  # multiprocessing's: pickles the results, not the samples' work
+
+
+def thread_cpu_ns() -> dict[int, int]:
+    """Return the CPU time (ns) each thread of this process has used, by thread id, from
+    /proc/self/task/*/schedstat (Linux; a running thread's figure may lag by one scheduler tick);
+    {} elsewhere."""
+    used = {}
     try:
         for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ticks[int(tid)] = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
-    except OSError:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                used[int(tid)] = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return {}
-    return ticks
+    return used
+
+
+_settled_in = -1  # the process id whose thread pools have settled (the first fetch waits in each worker)
 
 
 class ThreadProbe(AttributeForwarding, Dataset):
-    """Wraps a map-style dataset; item ``i`` is ``(i, wall s, CPU s of the whole process, thread
-    pools, CPU ticks per thread)`` after fetching ``dataset[i]`` in the worker: the threads whose
-    ticks grow between fetches are those the samples keep busy, however loaded the machine is."""
+    """Wraps a map-style dataset; item ``i`` is ``(i, CPU ns of the fetching thread, {thread id:
+    CPU ns} of the worker's other threads during the fetch, the thread pools, usable cores)``
+    after fetching ``dataset[i]`` in the worker, or ``None`` instead of the dict where the other
+    threads cannot be read.
+
+    CPU time, not wall time: a thread that works while the worker fetches is a thread the samples
+    keep busy, however loaded the machine is (a waiting thread uses no CPU). The first fetch in
+    each worker is followed by a pause (``SETTLE_S``) so that pool threads that spin after a fork
+    (OpenBLAS re-creates its own) are asleep before the measured fetches; item ``i`` of that first
+    fetch says ``{}``."""
 
     def __init__(self, dataset: Dataset) -> None:
         object.__setattr__(self, "_inner", dataset)
 
     def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
+        return len(self._inner)
 
-    def __getitem__(self, index: int) -> tuple[int, float, float, str, dict[int, int]]:
-        t0, c0 = time.perf_counter(), time.process_time()
+    def __getitem__(self, index: int) -> tuple[int, int, dict[int, int] | None, str, int]:
+        global _settled_in
+        me = threading.get_native_id()
+        handover = {t.native_id for t in threading.enumerate() if t.name in HANDOVER_THREADS}
+        before, t0 = thread_cpu_ns(), time.thread_time_ns()
         self._inner[index]
-        return index, time.perf_counter() - t0, time.process_time() - c0, thread_pools(), thread_ticks()
+        own, after = time.thread_time_ns() - t0, thread_cpu_ns()
+        others: dict[int, int] | None = {
+            t: ns - before.get(t, 0) for t, ns in after.items() if t != me and t not in handover}
+        if not after:
+            others = None
+        elif _settled_in != os.getpid():
+            _settled_in, others = os.getpid(), {}
+            time.sleep(SETTLE_S)
+        return index, own, others, thread_pools(), usable_cores()
 
 
-def busy_threads(first: dict[int, int], last: dict[int, int]) -> int:
-    """Return how many threads used CPU between two ``thread_ticks`` readings: at least 2 ticks and
-    half of the busiest thread's (a library's pool thread works beside the worker's main thread;
-    the queue's feeder thread, which pickles the batches, uses far less)."""
-    used = [last[t] - first.get(t, 0) for t in last]
-    top = max(used, default=0)
-    return sum(u >= 2 and u >= top / 2 for u in used)
+def busy_threads(own_ns: int, others_ns: dict[int, int]) -> int:
+    """Return how many threads worked while the worker fetched: the fetching thread and each other
+    thread that used at least 1 ms and a twentieth of its CPU time over the same fetches. (An idle
+    pool thread uses none; a pool thread doing its share of a product uses about as much as the
+    fetching thread, which also spins while it waits for that share on a loaded machine.)"""
+    return 1 + sum(ns >= max(own_ns / 20, 1_000_000) for ns in others_ns.values())
