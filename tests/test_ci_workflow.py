@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 import yaml
 from course_code import ROOT
 
