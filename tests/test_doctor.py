@@ -203,6 +203,34 @@ def test_more_workers_than_cores_gets_the_measured_verdict(monkeypatch, capfd, n
     assert capfd.readouterr().err == ""
 
 
+def _compared(fetch: dict | None, mine: float, theirs: float, beyond: bool):
+    """The findings of one comparison (2 workers on 1 core against 1 worker), from figures alone."""
+    from loaderlab.doctor.probes_speed import SpeedProbes
+
+    probe = SpeedProbes(DataLoader(ex.Samples(8), batch_size=4, num_workers=2), None, None, 1.0, 8, None,
+                        0.0, None, None)
+    probe.figures["speed"] = {"window_s": {2: 2.0}, "fetch": fetch}
+    slow, fast = [mine] * 3, [theirs] * 3
+    if not beyond:
+        slow, fast = [mine, theirs, mine], [theirs, mine, theirs]
+    probe._compare(1, 2, 1, {}, {2: slow, 1: fast}, {2: mine, 1: theirs})
+    return probe.findings
+
+
+def test_workers_beyond_the_cores_on_samples_that_wait_are_no_warning_within_noise():
+    waits = {"cpu_ms": 0.2, "waiting_ms": 20.0, "computes": False}
+    computes = {"cpu_ms": 20.0, "waiting_ms": 0.1, "computes": True}
+    # a 1-core machine under load: 2 workers on waiting samples gained 1.1x, within noise (notebook 17)
+    [within] = _compared(waits, mine=110.0, theirs=100.0, beyond=False)
+    assert (within.code, within.severity) == ("speed.workers_over_cores", "info") and "within" in within.message
+    # the same loader, clearly slower with the extra worker: that is worth a warning
+    [slower] = _compared(waits, mine=60.0, theirs=100.0, beyond=True)
+    assert (slower.code, slower.severity) == ("speed.workers_over_cores", "warning")
+    # samples that compute: extra workers beyond the cores are a warning whatever the noise
+    [cpu] = _compared(computes, mine=110.0, theirs=100.0, beyond=False)
+    assert (cpu.code, cpu.severity) == ("speed.workers_over_cores", "warning") and "cannot go faster" in cpu.message
+
+
 @pytest.mark.course
 def test_torchs_warnings_become_findings_with_their_own_codes(capfd, no_leaked_workers):
     with warnings.catch_warnings():

@@ -242,13 +242,19 @@ class SpeedProbes(ProbeBase):
             elif pays:
                 verdict = ("the extra workers pay off (samples wait, on disk or network)" if beyond else
                            "the extra workers seem to pay off, within noise")
+            elif fetch and not (theirs > mine and large):  # samples wait; no clear loss measured
+                verdict = (f"a fetch here is {fetch['cpu_ms']} ms of CPU and {fetch['waiting_ms']} ms of "
+                           f"waiting: samples that wait can gain from workers beyond the cores; here the "
+                           f"{user - other} extra workers gained {gain}x, within what a busy machine varies")
             else:
                 verdict = (f"the {user - other} extra workers gain less than {LARGE}x here and each costs "
                            "memory and start-up")
+            waits = bool(fetch) and not computes and not (theirs > mine and large)
             advice = ("Keep them; samples that wait (not compute) gain from more workers than cores." if pays
-                      else f"Use num_workers={other}: one worker per core is enough for samples that "
-                      "compute.")
-            self.add("speed.workers_over_cores", "info" if pays else None, cores=cores, ratio=gain,
+                      else "Keep them if your samples wait on storage; measure with a longer time budget."
+                      if waits else f"Use num_workers={other}: one worker per core is enough for samples "
+                      "that compute.")
+            self.add("speed.workers_over_cores", "info" if pays or waits else None, cores=cores, ratio=gain,
                      verdict=verdict, advice=advice, **same)
         elif other > user and theirs > mine and large:
             advice = f"Use num_workers={other} (and measure again with your training step, step_s)."
