@@ -20,8 +20,6 @@ from pathlib import Path
 import pytest
 from nbval.plugin import IPyNbCell
 
-# the one implementation of "a kernel and all its children", shared with the recorder (tools/record.py)
-from loaderlab.measure.family import FamilyMonitor as _Monitor
 from tools.course import CHECK, compare_outputs
 
 # Progress bars print one stable line per call, for nbval and for tests that read them.
@@ -136,7 +134,12 @@ def pytest_runtest_setup(item: pytest.Item):
         if not pid:  # a silent skip would drop the notebook's budget check
             raise RuntimeError("conftest.py cannot find the kernel's pid at kernel.km.provisioner.pid "
                                "(nbval or jupyter_client changed): see tests/test_pinned_internals.py")
-        parent._loaderlab_monitor = _Monitor(pid)
+        # the one implementation of "a kernel and all its children", shared with the recorder
+        # (tools/record.py); imported here, not at the top: loaderlab.measure imports torch, which
+        # xdist's controller and a pytest run without notebooks do not need (about 2-3 s a process)
+        from loaderlab.measure.family import FamilyMonitor
+
+        parent._loaderlab_monitor = FamilyMonitor(pid)
 
 
 # Work units go out longest first, so that no process is left with a long one at the end

@@ -101,6 +101,7 @@ print(json.dumps({"cwd": os.getcwd(), "lab": lab99.__file__, "answer": lab99.ANS
 """
 
 
+@pytest.mark.course  # git clones the course and runs the cell twice in a fresh Python: seconds
 @pytest.mark.parametrize("folder", ["notebooks", "labs"])
 def test_on_a_simulated_colab_it_clones_and_changes_into_the_course(tmp_path, folder):
     content, course = tmp_path / "content", tmp_path / "content" / "loaderlab"
@@ -152,6 +153,7 @@ with open(os.environ["PIP_CALLS"], "a") as f:
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
+@pytest.mark.course  # a venv, a clone and two Pythons each: seconds
 @pytest.mark.parametrize("torch_index, extra", [(None, ["--extra-index-url", CPU_INDEX]),
                                                 ("https://mirror.example/cpu",
                                                  ["--extra-index-url", "https://mirror.example/cpu"])])

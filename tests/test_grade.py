@@ -344,7 +344,9 @@ def test_a_missing_course_kernel_is_one_sentence_and_exit_2(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("command", [
     "python tools/grade.py submissions/ --csv grades.csv",  # as issue 27 and docs/instructor.md type it
-    "python tools/grade.py submissions/ --csv grades.csv --timeout 120",  # as README.md types it
+    # as README.md types it; the same two Pythons again: the course tier
+    pytest.param("python tools/grade.py submissions/ --csv grades.csv --timeout 120",
+                 marks=pytest.mark.course),
 ])
 def test_the_documented_command_runs_as_typed(tmp_path, command):
     """`python` here is the Python the course's .venv was made from, without the course's packages

@@ -63,6 +63,7 @@ def test_hdf5_rows_read_right_in_forked_workers_and_only_the_lazy_one_pickles(tm
     eager.file.close()
 
 
+@pytest.mark.course  # a bounded child Python that imports torch and starts 4 workers
 def test_quit_mid_epoch_reports_four_daemonic_workers(monkeypatch):
     from loaderlab import bounded
 

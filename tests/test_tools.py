@@ -7,7 +7,6 @@ import json
 import secrets
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -44,10 +43,9 @@ def test_lab_stub_replaces_each_solution_region_keeping_indentation():
     )
 
 
-def test_labs_are_up_to_date_with_solutions():
-    result = subprocess.run([sys.executable, "-m", "tools.make_labs", "--check"], cwd=ROOT,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_labs_are_up_to_date_with_solutions(capsys):
+    # in this process (`python -m tools.make_labs` as a command: tests/test_tools_package.py)
+    assert _tool("make_labs").main(["--check"]) == 0, capsys.readouterr().out
 
 
 def test_stored_notebooks_carry_no_timing_metadata_and_use_the_course_kernel():

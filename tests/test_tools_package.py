@@ -57,19 +57,31 @@ def test_every_tool_parses_its_arguments_with_argparse(name):
     assert "argparse.ArgumentParser" in source and "in sys.argv" not in source, name
 
 
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_prints_help_and_a_bad_option_is_an_error_not_a_traceback(name, capsys):
+    """The parser itself, in this process (the tool is imported already: no Python to start);
+    the entry point as a command is test_python_m_runs_the_tool's subprocess."""
+    main = importlib.import_module(f"tools.{name}").main
+    with pytest.raises(SystemExit) as shown:
+        main(["--help"])
+    out = capsys.readouterr()
+    assert shown.value.code == 0 and out.out.startswith("usage:"), out.out + out.err
+    try:  # any exception but SystemExit fails the test: that would be a traceback
+        status = main(["--no-such-option"])
+    except SystemExit as exc:
+        status = exc.code
+    wrong = capsys.readouterr()
+    said = (wrong.out + wrong.err).strip().splitlines()
+    # argparse's usage and its one error line (grade.py: one sentence of its own)
+    assert status == 2 and said, said
+
+
 @pytest.mark.course  # a Python per tool: seconds
 @pytest.mark.parametrize("name", COMMANDS)
-def test_help_prints_help_and_a_bad_option_is_an_error_not_a_traceback(name):
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", f"tools.{name}", *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=120)
-
-    shown = run("--help")
+def test_python_m_runs_the_tool(name):
+    shown = subprocess.run([sys.executable, "-m", f"tools.{name}", "--help"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
     assert shown.returncode == 0 and shown.stdout.startswith("usage:"), shown.stdout + shown.stderr
-    wrong = run("--no-such-option")
-    said = (wrong.stdout + wrong.stderr).strip().splitlines()
-    # argparse's usage and its one error line (grade.py: one sentence of its own), no traceback
-    assert wrong.returncode == 2 and said and "Traceback" not in wrong.stderr, said
 
 
 @pytest.mark.course
