@@ -58,8 +58,11 @@ class NotebookBudget(pytest.Item):
         guard = Path(os.environ.get(_GUARD_ROOT, "")) / f"{monitor.root.pid}.txt"
         if os.environ.get(_GUARD_ROOT) and guard.exists():
             lines = sorted(set(guard.read_text().splitlines()))
-            problems.append("a loader's workers could not start under spawn (macOS, Windows): "
-                            + "; ".join(lines) + " (put worker code in a %%writefile module)")
+            problems.append(
+                "a loader's workers could not start under spawn (macOS, Windows): "
+                + "; ".join(lines)
+                + " (put worker code in a %%writefile module)"
+            )
         if problems:
             raise AssertionError(f"{self.parent.name}: " + "; ".join(problems))
 
@@ -132,8 +135,10 @@ def pytest_runtest_setup(item: pytest.Item):
     if kernel is not None:
         pid = kernel_pid(kernel)
         if not pid:  # a silent skip would drop the notebook's budget check
-            raise RuntimeError("conftest.py cannot find the kernel's pid at kernel.km.provisioner.pid "
-                               "(nbval or jupyter_client changed): see tests/test_pinned_internals.py")
+            raise RuntimeError(
+                "conftest.py cannot find the kernel's pid at kernel.km.provisioner.pid "
+                "(nbval or jupyter_client changed): see tests/test_pinned_internals.py"
+            )
         # the one implementation of "a kernel and all its children", shared with the recorder
         # (tools/record.py); imported here, not at the top: loaderlab.measure imports torch, which
         # xdist's controller and a pytest run without notebooks do not need (about 2-3 s a process)

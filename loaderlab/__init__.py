@@ -36,10 +36,19 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and linter
 # unpickles a course object pays only for what it uses, and ``make preflight``
 # can report a broken torch in one line instead of failing on import.
 _EXPORTS = {
-    "setup": "env", "start_method": "env", "test_mode": "env", "progress": "env",
-    "OthersCpu": "measure", "Pass": "measure", "Timeline": "measure", "Tracer": "measure",
-    "WorkerMemorySampler": "measure", "live_workers": "measure", "throughput": "measure",
-    "trace_timeline": "measure", "wait_for_workers_to_exit": "measure",
+    "setup": "env",
+    "start_method": "env",
+    "test_mode": "env",
+    "progress": "env",
+    "OthersCpu": "measure",
+    "Pass": "measure",
+    "Timeline": "measure",
+    "Tracer": "measure",
+    "WorkerMemorySampler": "measure",
+    "live_workers": "measure",
+    "throughput": "measure",
+    "trace_timeline": "measure",
+    "wait_for_workers_to_exit": "measure",
     "doctor": "doctor",  # the function; ``import loaderlab.doctor`` gives the package
 }
 
@@ -47,9 +56,19 @@ _EXPORTS = {
 # loaderlab.doctor``, ``from loaderlab.measure import Tracer``). Anything else is internal.
 __all__ = [
     "__version__",
-    "setup", "start_method", "test_mode", "progress",
-    "OthersCpu", "Pass", "Timeline", "Tracer", "WorkerMemorySampler", "live_workers", "throughput",
-    "trace_timeline", "wait_for_workers_to_exit",
+    "setup",
+    "start_method",
+    "test_mode",
+    "progress",
+    "OthersCpu",
+    "Pass",
+    "Timeline",
+    "Tracer",
+    "WorkerMemorySampler",
+    "live_workers",
+    "throughput",
+    "trace_timeline",
+    "wait_for_workers_to_exit",
     "doctor",
 ]
 

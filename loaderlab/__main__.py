@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 # command -> (module holding main(argv), one-line help). Add a command with one line here.
 COMMANDS = {
-    "doctor": ("loaderlab.doctor.cli",
-               "probe a DataLoader for the course's pitfalls: doctor my_module:make_loader"),
+    "doctor": (
+        "loaderlab.doctor.cli",
+        "probe a DataLoader for the course's pitfalls: doctor my_module:make_loader",
+    ),
 }
 
 

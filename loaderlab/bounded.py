@@ -58,8 +58,10 @@ def stable_error(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(_WORKER_ID.sub("worker process N", _PIDS.sub("pid N", _SEGMENT.sub("torch_N", line)))
-                     for line in lines[:1] + lines[1:][-1:])
+    return "\n".join(
+        _WORKER_ID.sub("worker process N", _PIDS.sub("pid N", _SEGMENT.sub("torch_N", line)))
+        for line in lines[:1] + lines[1:][-1:]
+    )
 
 
 def frames(block: str) -> list[str]:
@@ -116,10 +118,16 @@ class BoundedChild:
     after its bound. ``prefix`` (``unshare ...``, ``env X=1``) wraps the command.
     """
 
-    def __init__(self, target: Callable[..., Any] | Sequence[str], args: tuple[Any, ...] = (),
-                 kwargs: dict[str, Any] | None = None, bound_s: float = 30.0,
-                 start_method: str | None = None, prefix: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        target: Callable[..., Any] | Sequence[str],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        bound_s: float = 30.0,
+        start_method: str | None = None,
+        prefix: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.bound_s = require_seconds(bound_s, "bound_s", positive=True)
         self._dir = Path(tempfile.mkdtemp(prefix="loaderlab-child-"))
         self._paths = {key: self._dir / key for key in ("payload", "result", "log", "stack")}
@@ -133,28 +141,47 @@ class BoundedChild:
         with open(self._paths["log"], "wb") as log:
             self.started = time.monotonic()
             self.process = subprocess.Popen(
-                [*(prefix or []), *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, env=None if env is None else dict(env))
+                [*(prefix or []), *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=None if env is None else dict(env),
+            )
 
-    def _argv(self, target: Any, args: tuple, kwargs: dict[str, Any] | None,
-              start_method: str | None) -> list[str]:
+    def _argv(
+        self, target: Any, args: tuple, kwargs: dict[str, Any] | None, start_method: str | None
+    ) -> list[str]:
         if self.is_command:
             if isinstance(target, (str, bytes)) or not isinstance(target, Sequence) or not target:
-                raise TypeError("run_bounded needs a function or a command line (a list of str), "
-                                f"got {target!r}")
+                raise TypeError(
+                    f"run_bounded needs a function or a command line (a list of str), got {target!r}"
+                )
             self.function = Path(str(target[0])).name
             return [str(part) for part in target]
         module, name = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
         if module in (None, "__main__") or "<" in name:
-            raise ValueError("function must be a function defined at the top level of an importable "
-                             f"module (not in a notebook cell), got {target!r}")
+            raise ValueError(
+                "function must be a function defined at the top level of an importable "
+                f"module (not in a notebook cell), got {target!r}"
+            )
         methods = multiprocessing.get_all_start_methods()
         if start_method is not None and start_method not in methods:
             raise ValueError(f"start_method must be one of {methods}, got {start_method!r}")
         self.function = f"{module}.{name}"
         with open(self._paths["payload"], "wb") as handle:  # fails if an argument cannot pickle
-            pickle.dump((target, tuple(args), dict(kwargs or {}), start_method, self.bound_s,
-                         str(self._paths["result"]), str(self._paths["stack"])), handle)
+            pickle.dump(
+                (
+                    target,
+                    tuple(args),
+                    dict(kwargs or {}),
+                    start_method,
+                    self.bound_s,
+                    str(self._paths["result"]),
+                    str(self._paths["stack"]),
+                ),
+                handle,
+            )
         return [sys.executable, "-c", _CHILD_CODE, str(self._paths["payload"])]
 
     def report(self) -> ChildReport:
@@ -214,8 +241,17 @@ class BoundedChild:
             blocks = [b for b in stack.split("\n\n") if "File" in b]
             if blocks:  # faulthandler lists the newest thread first: the main thread is the last
                 stuck_at = frames(blocks[-1])
-        return ChildReport(self.function, self.bound_s, seconds, overran, self.process.returncode,
-                           value, error, stuck_at, log)
+        return ChildReport(
+            self.function,
+            self.bound_s,
+            seconds,
+            overran,
+            self.process.returncode,
+            value,
+            error,
+            stuck_at,
+            log,
+        )
 
     def __del__(self) -> None:  # a child that is never read is not left running
         if getattr(self, "_report", True) is None and hasattr(self, "process"):
@@ -224,9 +260,15 @@ class BoundedChild:
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def run_bounded(target: Callable[..., Any] | Sequence[str], *args: Any, bound_s: float = 30.0,
-                start_method: str | None = "same", prefix: list[str] | None = None,
-                env: dict[str, str] | None = None, **kwargs: Any) -> BoundedChild:
+def run_bounded(
+    target: Callable[..., Any] | Sequence[str],
+    *args: Any,
+    bound_s: float = 30.0,
+    start_method: str | None = "same",
+    prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> BoundedChild:
     """Return a started BoundedChild that runs ``target(*args, **kwargs)`` in a fresh Python, or
     the command line ``target`` (a list of str), and is stopped with everything it started
     after ``bound_s`` seconds; call ``.report()`` (or ``.result()``).
@@ -238,8 +280,9 @@ def run_bounded(target: Callable[..., Any] | Sequence[str], *args: Any, bound_s:
     """
     if start_method == "same":
         start_method = multiprocessing.get_start_method()
-    return BoundedChild(target, args, kwargs, bound_s=bound_s, start_method=start_method, prefix=prefix,
-                        env=env)
+    return BoundedChild(
+        target, args, kwargs, bound_s=bound_s, start_method=start_method, prefix=prefix, env=env
+    )
 
 
 def _child_main(payload_path: str) -> None:
@@ -298,7 +341,7 @@ def private_shm_prefix(shm_mb: int = 64) -> list[str] | None:
         return _PRIVATE_SHM[shm_mb]
     prefix = None
     if sys.platform.startswith("linux") and shutil.which("unshare") and os.path.isdir(SHM_PATH):
-        mount = f"mount -t tmpfs -o size={shm_mb}m loaderlab-shm {SHM_PATH} && exec \"$@\""
+        mount = f'mount -t tmpfs -o size={shm_mb}m loaderlab-shm {SHM_PATH} && exec "$@"'
         for flags in (["--mount"], ["--user", "--map-root-user", "--mount"]):
             candidate = ["unshare", *flags, "--propagation", "private", "sh", "-c", mount, "sh"]
             try:

@@ -34,5 +34,3 @@ def padding_waste(batches: Iterable[Sequence[int]], lengths: Sequence[int]) -> f
     if padded_total == 0:
         raise ValueError("batches is empty (or all sequences have length 0): no tokens to count")
     return (padded_total - real_total) / padded_total
-
-

@@ -54,5 +54,3 @@ def tracked_pages() -> tuple[int, float]:
     objects = gc.get_objects()
     pages = {(id(obj) - _GC_HEAD_BYTES) // mmap.PAGESIZE for obj in objects}
     return len(objects), len(pages) * mmap.PAGESIZE / MB
-
-

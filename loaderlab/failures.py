@@ -156,8 +156,11 @@ def _outcome(run: Pass, start: float) -> Outcome:
         return Outcome(run.batches, time.perf_counter() - start, values=run.values)
     cause = exc.__cause__
     return Outcome(
-        run.batches, time.perf_counter() - start, type(exc).__name__,
-        readable(f"{type(exc).__name__}: {exc}"), run.raised_at,
+        run.batches,
+        time.perf_counter() - start,
+        type(exc).__name__,
+        readable(f"{type(exc).__name__}: {exc}"),
+        run.raised_at,
         readable(f"{type(cause).__name__}: {cause}".strip()) if cause is not None else None,
         run.values,
     )
@@ -187,6 +190,7 @@ def child_stderr_to(path: str | Path) -> Iterator[Path]:
 
 # ------------------------------------------------------------------ where is it stuck?
 
+
 def request_stack_dumps(
     directory: str | Path,
     n_workers: int,
@@ -207,8 +211,10 @@ def request_stack_dumps(
     timeout_s = require_seconds(timeout_s, "timeout_s", positive=True)
     settle_s = require_seconds(settle_s, "settle_s", positive=True)
     if signum is None and not hasattr(signal, "SIGUSR1"):
-        raise NotImplementedError("stack dumps on a signal need SIGUSR1, which Windows lacks: run this "
-                                  "section on Linux, macOS or WSL2")
+        raise NotImplementedError(
+            "stack dumps on a signal need SIGUSR1, which Windows lacks: run this "
+            "section on Linux, macOS or WSL2"
+        )
     signum = int(signal.SIGUSR1) if signum is None else int(signum)
     directory = Path(directory)
     deadline = time.monotonic() + timeout_s
@@ -256,5 +262,3 @@ def consume_each(loaders: dict[str, DataLoader], max_batches: int | None = None)
     if not isinstance(loaders, dict) or not loaders:
         raise TypeError("loaders must be a non-empty dict of DataLoaders")
     return {name: consume(loader, max_batches) for name, loader in loaders.items()}
-
-

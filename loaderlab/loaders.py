@@ -76,10 +76,16 @@ def rebuild(loader: DataLoader, **overrides: Any) -> DataLoader:
     are dropped when it has no workers."""
     require_loader(loader)
     kwargs: dict[str, Any] = dict(
-        dataset=loader.dataset, num_workers=loader.num_workers, collate_fn=loader.collate_fn,
-        pin_memory=loader.pin_memory, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
-        prefetch_factor=loader.prefetch_factor, persistent_workers=loader.persistent_workers,
+        dataset=loader.dataset,
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
         in_order=getattr(loader, "in_order", True),
     )
     if isinstance(loader.dataset, IterableDataset):
@@ -117,8 +123,11 @@ def same_batch(a: Any, b: Any) -> bool:
     exactly; tuples, lists and dicts compared recursively)."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return (
-            isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-            and a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and torch.equal(a, b)
         )
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(same_batch(a[k], b[k]) for k in a)

@@ -31,11 +31,20 @@ class Playground:
     starts (e.g. that it will take long). A preset sets every enabled control at once.
     """
 
-    def __init__(self, controls: Mapping[str, widgets.ValueWidget], presets: Mapping[str, Any],
-                 settings: Callable[..., Any], run: Callable[[Any, Callable[[float], None]], Any],
-                 picture: Callable[[Any], Any], report: Callable[[Any], str], call: Callable[[Any], str],
-                 notice: Callable[[Any], str] | None = None, preset: str | None = None,
-                 debounce_s: float = 0.5, timer: Callable[..., Any] = threading.Timer):
+    def __init__(
+        self,
+        controls: Mapping[str, widgets.ValueWidget],
+        presets: Mapping[str, Any],
+        settings: Callable[..., Any],
+        run: Callable[[Any, Callable[[float], None]], Any],
+        picture: Callable[[Any], Any],
+        report: Callable[[Any], str],
+        call: Callable[[Any], str],
+        notice: Callable[[Any], str] | None = None,
+        preset: str | None = None,
+        debounce_s: float = 0.5,
+        timer: Callable[..., Any] = threading.Timer,
+    ):
         self.controls, self.presets, self.settings = dict(controls), dict(presets), settings
         self._run, self._picture, self._report, self._call = run, picture, report, call
         self._notice, self.debounce_s = notice, debounce_s
@@ -44,13 +53,17 @@ class Playground:
         self.lock = threading.Lock()  # one redraw at a time
         self.redraw_s: list[float] = []  # seconds each redraw took, run and picture
         self._quiet = False  # True while a preset sets the controls: no run per control
-        self.progress = widgets.FloatProgress(value=1.0, min=0, max=1.0, description="run",
-                                              layout=widgets.Layout(width="430px"))
+        self.progress = widgets.FloatProgress(
+            value=1.0, min=0, max=1.0, description="run", layout=widgets.Layout(width="430px")
+        )
         self.status, self.summary, self.code = widgets.HTML(), widgets.HTML(), widgets.HTML()
         self.image = widgets.Image(format="png")
-        self.preset = widgets.ToggleButtons(options=[CUSTOM, *self.presets], value=preset or CUSTOM,
-                                            description="preset",
-                                            style={"description_width": "60px", "button_width": "140px"})
+        self.preset = widgets.ToggleButtons(
+            options=[CUSTOM, *self.presets],
+            value=preset or CUSTOM,
+            description="preset",
+            style={"description_width": "60px", "button_width": "140px"},
+        )
         self.preset.observe(self._on_preset, names="value")
         for control in self.controls.values():
             control.observe(self._on_control, names="value")
@@ -59,8 +72,16 @@ class Playground:
         """The whole playground: presets, two columns of controls (by name), progress and status,
         report, picture and the code line."""
         columns = [widgets.VBox([self.controls[name] for name in names]) for names in (left, right)]
-        return widgets.VBox([self.preset, widgets.HBox(columns), widgets.HBox([self.progress, self.status]),
-                             self.summary, self.image, self.code])
+        return widgets.VBox(
+            [
+                self.preset,
+                widgets.HBox(columns),
+                widgets.HBox([self.progress, self.status]),
+                self.summary,
+                self.image,
+                self.code,
+            ]
+        )
 
     def current(self) -> Any:
         """The settings the controls show."""

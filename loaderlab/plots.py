@@ -33,21 +33,38 @@ def plot_timeline(timeline: Timeline, title: str, ax: Axes | None = None) -> Axe
     label_bars = len(timeline.records) <= 40
     for r in timeline.records:
         y, width = rows[r["worker"]], r["end"] - r["start"]
-        ax.broken_barh([(r["start"], width)], (y - 0.35, 0.7), facecolor=colours[r["worker"]],
-                       edgecolor="black", linewidth=0.4)
+        ax.broken_barh(
+            [(r["start"], width)],
+            (y - 0.35, 0.7),
+            facecolor=colours[r["worker"]],
+            edgecolor="black",
+            linewidth=0.4,
+        )
         if label_bars:
             ax.text(r["start"] + width / 2, y, str(r["batch"]), ha="center", va="center", fontsize=7)
         ax.broken_barh([(r["requested"], max(r["wait"], 1e-4))], (-0.35, 0.7), facecolor="tab:red")
-        ax.broken_barh([(r["received"], r["step_end"] - r["received"])], (-0.35, 0.7),
-                       facecolor="0.8", edgecolor="0.4", linewidth=0.4)
+        ax.broken_barh(
+            [(r["received"], r["step_end"] - r["received"])],
+            (-0.35, 0.7),
+            facecolor="0.8",
+            edgecolor="0.4",
+            linewidth=0.4,
+        )
     names = ["main process"] + ["main process fetch" if w == -1 else f"worker {w}" for w in workers]
     ax.set_yticks(range(len(names)), names)
-    handles = [Patch(facecolor=colours[w], edgecolor="black", linewidth=0.4,
-                     label="batch made in the main process" if w == -1
-                     else f"batch made by worker {w} (its number)")
-               for w in workers]
-    handles += [Patch(facecolor="tab:red", label="main process waits for data"),
-                Patch(facecolor="0.8", edgecolor="0.4", label="main process runs the step")]
+    handles = [
+        Patch(
+            facecolor=colours[w],
+            edgecolor="black",
+            linewidth=0.4,
+            label="batch made in the main process" if w == -1 else f"batch made by worker {w} (its number)",
+        )
+        for w in workers
+    ]
+    handles += [
+        Patch(facecolor="tab:red", label="main process waits for data"),
+        Patch(facecolor="0.8", edgecolor="0.4", label="main process runs the step"),
+    ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     ax.set_xlabel("time since iter(loader) (s)")
     ax.set_title(title)
@@ -84,5 +101,3 @@ def plot_worker_memory(
     ax.legend(loc="best", fontsize="small")
     ax.figure.tight_layout()  # type: ignore[union-attr]  # the Axes' own Figure, never a SubFigure
     return ax
-
-

@@ -18,5 +18,3 @@ def source_lines(function: Callable[..., Any], contains: str | Sequence[str]) ->
     lines = [line for line in inspect.getsource(function).splitlines() if any(n in line for n in needles)]
     indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
     return [line[indent:] for line in lines]
-
-

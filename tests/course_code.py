@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent  # the one ROOT of the tests: `fro
 
 def snippet(name: str) -> ModuleType:
     """Return docs/snippets/<name>.py, executed as a fresh module."""
-    spec = importlib.util.spec_from_file_location(f"snippet_{name}",
-                                                  ROOT / "docs" / "snippets" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"snippet_{name}", ROOT / "docs" / "snippets" / f"{name}.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -56,8 +56,11 @@ def questions(path: Path) -> dict[str, str]:
                 further_paragraphs.append(current)
         # a "Going further" written as bullets: one question per bullet; else one per paragraph
         found["Going further"] += further_items or further_paragraphs
-    return {f"{where} · {kind} {k}": normalized(" ".join(lines))
-            for kind, items in found.items() for k, lines in enumerate(items, start=1)}
+    return {
+        f"{where} · {kind} {k}": normalized(" ".join(lines))
+        for kind, items in found.items()
+        for k, lines in enumerate(items, start=1)
+    }
 
 
 def answered() -> dict[str, tuple[str, str]]:
@@ -85,12 +88,14 @@ def test_every_question_has_an_answer(heading):
     answers = answered()
     assert heading in answers, (
         f"docs/answers.md has no '### {heading}' for: {ASKED[heading][:120]}… — add the heading, "
-        f"the question quoted (> …) and a short answer")
+        f"the question quoted (> …) and a short answer"
+    )
     quote, answer = answers[heading]
     start = ASKED[heading][:QUOTE_CHARS]
     assert quote.startswith(start), (
         f"'### {heading}' quotes a question that has changed: the notebook now asks "
-        f"{ASKED[heading][:120]!r}… — check the answer and update the quote")
+        f"{ASKED[heading][:120]!r}… — check the answer and update the quote"
+    )
     assert len(answer) >= 100, f"'### {heading}' has no answer under its quote"
 
 
@@ -100,17 +105,22 @@ def test_no_answer_to_a_question_that_is_gone():
 
 
 def test_the_reader_finds_exercises_and_bullets(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("Text.\n\nExercise: first\nline two.\n\n## Further reading"),
-        nbformat.v4.new_markdown_cell("## Going further\n\n- one?\n  more\n- two?\n\n"
-                                      "## Next\n\n- not a question"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("Text.\n\nExercise: first\nline two.\n\n## Further reading"),
+            nbformat.v4.new_markdown_cell(
+                "## Going further\n\n- one?\n  more\n- two?\n\n## Next\n\n- not a question"
+            ),
+        ]
+    )
     path = tmp_path / "solutions" / "42_x.ipynb"
     path.parent.mkdir()
     nbformat.write(nb, path)
-    assert questions(path) == {"Lab 42 · Exercise 1": "Exercise: first line two.",
-                               "Lab 42 · Going further 1": "one? more",
-                               "Lab 42 · Going further 2": "two?"}
+    assert questions(path) == {
+        "Lab 42 · Exercise 1": "Exercise: first line two.",
+        "Lab 42 · Going further 1": "one? more",
+        "Lab 42 · Going further 2": "two?",
+    }
 
 
 FIGURE = re.compile(r"«([^»]+)»")
@@ -155,8 +165,11 @@ def test_a_quoted_figure_is_in_the_stored_outputs(heading, figure):
     outputs = stored_outputs(heading)
     now = printed_now(figure, outputs)
     quoted = f"'### {heading}' quotes «{figure}»"
-    assert figure in outputs, (f"{quoted}; the stored outputs now print «{now}»: update the answer" if now
-                               else f"{quoted}, which the notebook no longer prints")
+    assert figure in outputs, (
+        f"{quoted}; the stored outputs now print «{now}»: update the answer"
+        if now
+        else f"{quoted}, which the notebook no longer prints"
+    )
 
 
 def test_a_changed_figure_is_named_with_the_value_printed_now():

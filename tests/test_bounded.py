@@ -16,13 +16,16 @@ from loaderlab.failures import CrashingDataset, source_line
 
 
 def test_stable_error_keeps_first_and_last_line_without_ids():
-    text = ("RuntimeError: Caught RuntimeError in DataLoader worker process 1.\nOriginal Traceback:\n"
-            "  File x\nRuntimeError: unable to allocate shared memory(shm) for file "
-            "</torch_1234_5678_9>: No space left on device (28)")
+    text = (
+        "RuntimeError: Caught RuntimeError in DataLoader worker process 1.\nOriginal Traceback:\n"
+        "  File x\nRuntimeError: unable to allocate shared memory(shm) for file "
+        "</torch_1234_5678_9>: No space left on device (28)"
+    )
     assert stable_error(text) == (
         "RuntimeError: Caught RuntimeError in DataLoader worker process N.\n"
         "RuntimeError: unable to allocate shared memory(shm) for file </torch_N>: "
-        "No space left on device (28)")
+        "No space left on device (28)"
+    )
     assert stable_error("DataLoader worker (pid 42) died") == "DataLoader worker (pid N) died"
     assert stable_error("") == ""
     with pytest.raises(TypeError, match="text"):
@@ -35,8 +38,10 @@ def test_a_command_returns_its_output_and_what_it_started_in_other_sessions_is_k
     done = run_bounded([sys.executable, "-c", "print('hi')"], bound_s=30).report()
     assert (done.returncode, done.output.strip(), done.timed_out, done.value) == (0, "hi", False, None)
     marker = str(tmp_path / "detached-sleeper")  # like torchrun's ranks: a session of its own
-    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
-            "'import time; time.sleep(300)', sys.argv[1]], start_new_session=True); time.sleep(300)")
+    code = (
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+        "'import time; time.sleep(300)', sys.argv[1]], start_new_session=True); time.sleep(300)"
+    )
     start = time.monotonic()
     hung = run_bounded([sys.executable, "-c", code, marker], bound_s=2).report()
     # margin: the 2 s bound plus 8 s to kill and reap on a loaded machine; without the bound, 300 s
@@ -57,10 +62,12 @@ def test_bounded_child_returns_the_value_the_error_and_uses_the_start_method():
     from loaderlab.env import start_method
     from loaderlab.failures import consume_each
 
-    loaders = {"kill": DataLoader(CrashingDataset(n=16, fail_at=5, mode="kill"), batch_size=4,
-                                  num_workers=2),
-               "ok": DataLoader(CrashingDataset(n=8, fail_at=0, mode="kill"), batch_size=4,
-                                num_workers=1, sampler=range(1, 8))}
+    loaders = {
+        "kill": DataLoader(CrashingDataset(n=16, fail_at=5, mode="kill"), batch_size=4, num_workers=2),
+        "ok": DataLoader(
+            CrashingDataset(n=8, fail_at=0, mode="kill"), batch_size=4, num_workers=1, sampler=range(1, 8)
+        ),
+    }
     demo = run_bounded(consume_each, loaders, bound_s=120)  # the three children run at once
     spawned = run_bounded(start_method, bound_s=120, start_method="spawn")
     failing = run_bounded(source_line, CrashingDataset._fail, "no such text", bound_s=120)

@@ -47,8 +47,9 @@ class Slow(Dataset):
 
 @pytest.mark.course
 def test_cheatsheet_page_is_generated_from_the_snippets():
-    result = subprocess.run([sys.executable, "tools/make_cheatsheet.py", "--check"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "tools/make_cheatsheet.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -124,8 +125,9 @@ def test_reproducible_loader_repeats_order_and_worker_randomness_for_the_same_nu
     noisy = snippet("worker_seeding").NoisySamples
 
     def loader(seed, num_workers):
-        return make(noisy(torch.zeros(12, dtype=torch.float64)), seed=seed, num_workers=num_workers,
-                    batch_size=3)
+        return make(
+            noisy(torch.zeros(12, dtype=torch.float64)), seed=seed, num_workers=num_workers, batch_size=3
+        )
 
     assert same_batches(loader(7, 2), loader(7, 2))
     assert not same_batches(loader(7, 2), loader(8, 2))
@@ -136,8 +138,9 @@ def test_reproducible_loader_repeats_order_and_worker_randomness_for_the_same_nu
 
 @pytest.mark.parametrize("num_workers", [0, 1, 2, 3])
 def test_sharded_iterable_reads_every_item_once(num_workers, no_leaked_workers):
-    loader = DataLoader(snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4,
-                        num_workers=num_workers)
+    loader = DataLoader(
+        snippet("sharded_iterable").RankWorkerShardedStream(29), batch_size=4, num_workers=num_workers
+    )
     with warnings.catch_warnings():  # 3 workers exceed the suggested maximum on 2 cores
         warnings.simplefilter("ignore", UserWarning)
         items = [int(i) for batch in loader for i in batch]
@@ -173,8 +176,9 @@ def test_ddp_epoch_loop_reshuffles_and_evaluation_counts_each_sample_once():
 @pytest.mark.course
 @pytest.mark.timing
 def test_guarded_loader_turns_a_hang_into_an_error(no_leaked_workers):
-    loader = snippet("timeouts_and_debugging").guarded_loader(Slow(), batch_size=1, num_workers=1,
-                                                              timeout_s=1)
+    loader = snippet("timeouts_and_debugging").guarded_loader(
+        Slow(), batch_size=1, num_workers=1, timeout_s=1
+    )
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="timed out"):
         next(iter(loader))

@@ -70,18 +70,27 @@ def total_minus_steps(loader, train_step):
 def test_correct_answers_pass(capsys):
     out = _verdict(capsys, lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4))
     assert out.startswith("✅ same 3 batches"), out
-    out = _verdict(capsys, lambda loader: DataLoader(Cached(len(loader.dataset)), batch_size=4),
-                   measure=total_minus_steps)
+    out = _verdict(
+        capsys,
+        lambda loader: DataLoader(Cached(len(loader.dataset)), batch_size=4),
+        measure=total_minus_steps,
+    )
     assert out.startswith("✅") and "your wait_share agrees on both" in out, out
 
 
-@pytest.mark.parametrize(("fix", "sentence"), [
-    (lambda loader: DataLoader(loader.dataset, batch_size=4), "your loader still waits"),
-    (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4, shuffle=True),
-     "differs from the starting loader's batch"),
-    (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=8), "keep batch_size"),
-    (lambda loader: loader.dataset, "fix must return a DataLoader"),
-], ids=["unchanged", "shuffled", "bigger-batches", "not-a-loader"])
+@pytest.mark.parametrize(
+    ("fix", "sentence"),
+    [
+        (lambda loader: DataLoader(loader.dataset, batch_size=4), "your loader still waits"),
+        (
+            lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=4, shuffle=True),
+            "differs from the starting loader's batch",
+        ),
+        (lambda loader: DataLoader(LoadedOnce(len(loader.dataset)), batch_size=8), "keep batch_size"),
+        (lambda loader: loader.dataset, "fix must return a DataLoader"),
+    ],
+    ids=["unchanged", "shuffled", "bigger-batches", "not-a-loader"],
+)
 def test_wrong_fixes_fail_with_their_own_sentence(capsys, fix, sentence):
     out = _verdict(capsys, fix)
     assert out.startswith("❌") and sentence in out, out

@@ -17,8 +17,10 @@ from loaderlab.checks import lab04 as caching
 from loaderlab.checks.lab04 import check_cached_loader
 from loaderlab.data import make_image_folder
 
-needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
-                                reason="the lost cache of forked workers needs fork")
+needs_fork = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(),
+    reason="the lost cache of forked workers needs fork",
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,26 +86,36 @@ def batched(loader):
 
 WRONG = {
     "no cache": (lambda loader: loader, "every epoch still decodes the files"),
-    "shuffled": (lambda loader: _like(loader, LazyDict(loader.dataset), sampler=None, shuffle=True),
-                 "keep the starting loader's sampler (shuffle=True draws a new order)"),
-    "uint8": (lambda loader: _like(loader, LazyDict(loader.dataset, lambda x: (x * 255).to(torch.uint8))),
-              "it is (torch.uint8 [16, 3, 96, 96], torch.int64 [16]), the starting loader's (torch.float32"),
-    "bigger batches": (lambda loader: _like(loader, LazyDict(loader.dataset), batch_size=32),
-                       "yields 2 batches of up to 32 samples, "
-                       "the starting loader 3 batches of 16 (the last of 8)"),
+    "shuffled": (
+        lambda loader: _like(loader, LazyDict(loader.dataset), sampler=None, shuffle=True),
+        "keep the starting loader's sampler (shuffle=True draws a new order)",
+    ),
+    "uint8": (
+        lambda loader: _like(loader, LazyDict(loader.dataset, lambda x: (x * 255).to(torch.uint8))),
+        "it is (torch.uint8 [16, 3, 96, 96], torch.int64 [16]), the starting loader's (torch.float32",
+    ),
+    "bigger batches": (
+        lambda loader: _like(loader, LazyDict(loader.dataset), batch_size=32),
+        "yields 2 batches of up to 32 samples, the starting loader 3 batches of 16 (the last of 8)",
+    ),
     "lazy cache in forked workers": pytest.param(
         lambda loader: _like(loader, LazyDict(loader.dataset), num_workers=1, multiprocessing_context="fork"),
-        "a cache filled inside forked workers is thrown away with them", marks=needs_fork),
-    "not a loader": (lambda loader: LazyDict(loader.dataset),
-                     "tune(loader) must return a DataLoader, got LazyDict"),
+        "a cache filled inside forked workers is thrown away with them",
+        marks=needs_fork,
+    ),
+    "not a loader": (
+        lambda loader: LazyDict(loader.dataset),
+        "tune(loader) must return a DataLoader, got LazyDict",
+    ),
 }
 
 
 @pytest.mark.parametrize("candidate", [lazy_dict, batched])
 def test_correct_answers_pass(candidate, slow_loader, capsys):
     assert check_cached_loader(candidate, slow_loader) is True
-    assert _line(capsys) == ("✅ same batches as the starting loader, and from the second epoch on "
-                             "at least 3x as fast")
+    assert _line(capsys) == (
+        "✅ same batches as the starting loader, and from the second epoch on at least 3x as fast"
+    )
 
 
 @pytest.mark.course

@@ -23,8 +23,9 @@ from loaderlab.checks.lab05 import (
 from loaderlab.checks.report import CheckerTypeError
 from loaderlab.collate import padding_waste
 
-_spec = importlib.util.spec_from_file_location("snippet_bucketing",
-                                               ROOT / "docs" / "snippets" / "bucketing.py")
+_spec = importlib.util.spec_from_file_location(
+    "snippet_bucketing", ROOT / "docs" / "snippets" / "bucketing.py"
+)
 _bucketing = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bucketing)
 BucketBatchSampler = _bucketing.BucketBatchSampler

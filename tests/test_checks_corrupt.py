@@ -93,16 +93,19 @@ def always_none(batch):
     return None
 
 
-@pytest.mark.parametrize(("candidate", "words"), [
-    (keeps_nones, "still reach default_collate"),
-    (crashes_on_empty, "IndexError"),
-    (empty_list, "return None, which the loop skips"),
-    (no_collate, "not a batch: pass the readable samples to default_collate"),
-    (fills_in, "drop the broken ones, do not fill them in"),
-    (drops_first, "keep every sample that is not None"),
-    (reversed_order, "in the order they came"),
-    (always_none, "only a batch with nothing left may be None"),
-])
+@pytest.mark.parametrize(
+    ("candidate", "words"),
+    [
+        (keeps_nones, "still reach default_collate"),
+        (crashes_on_empty, "IndexError"),
+        (empty_list, "return None, which the loop skips"),
+        (no_collate, "not a batch: pass the readable samples to default_collate"),
+        (fills_in, "drop the broken ones, do not fill them in"),
+        (drops_first, "keep every sample that is not None"),
+        (reversed_order, "in the order they came"),
+        (always_none, "only a batch with nothing left may be None"),
+    ],
+)
 def test_wrong_answers_get_one_sentence_that_says_why(capsys, candidate, words):
     out = _verdict(capsys, candidate)
     assert out.startswith("❌") and words in out and "notebook 21" in out

@@ -9,8 +9,10 @@ import pytest
 from loaderlab.checks.lab15 import check_kept_batches
 from loaderlab.labs import lab15 as descriptors
 
-pytestmark = [pytest.mark.usefixtures("no_leaked_workers"),
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
+pytestmark = [
+    pytest.mark.usefixtures("no_leaked_workers"),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only"),
+]
 
 
 def _verdict(capsys, keep) -> str:
@@ -38,13 +40,19 @@ def test_correct_answers_pass(capsys, keep):
 
 
 @pytest.mark.course
-@pytest.mark.parametrize(("keep", "sentence"), [
-    (lambda batch: batch, "you keep the received tensors themselves"),
-    (lambda batch: (batch[0].detach(), batch[1][:]), "your copies share the received memory"),
-    (lambda batch: (batch[0].clone(), batch[1].clone() + 1),
-     "what you kept of batch 0 is not its (features, labels)"),
-    (lambda batch: 1 / 0, "your keep raised ZeroDivisionError"),
-], ids=["received", "views", "wrong-labels", "raises"])
+@pytest.mark.parametrize(
+    ("keep", "sentence"),
+    [
+        (lambda batch: batch, "you keep the received tensors themselves"),
+        (lambda batch: (batch[0].detach(), batch[1][:]), "your copies share the received memory"),
+        (
+            lambda batch: (batch[0].clone(), batch[1].clone() + 1),
+            "what you kept of batch 0 is not its (features, labels)",
+        ),
+        (lambda batch: 1 / 0, "your keep raised ZeroDivisionError"),
+    ],
+    ids=["received", "views", "wrong-labels", "raises"],
+)
 def test_wrong_answers_fail_with_their_own_sentence(capsys, keep, sentence):
     out = _verdict(capsys, keep)
     assert out.startswith("❌") and sentence in out, out

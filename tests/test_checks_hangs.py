@@ -89,8 +89,9 @@ def long_timeout_only(dataset):
 
 
 def half_the_items(dataset):
-    return DataLoader(dataset, batch_size=4, num_workers=2, worker_init_fn=_new_lock,
-                      sampler=range(0, len(dataset), 2))
+    return DataLoader(
+        dataset, batch_size=4, num_workers=2, worker_init_fn=_new_lock, sampler=range(0, len(dataset), 2)
+    )
 
 
 def returns_the_dataset(dataset):

@@ -15,10 +15,17 @@ from loaderlab.checks.lab09 import check_balanced_weights
 from loaderlab.checks.lab10 import check_ddp_epochs
 from loaderlab.checks.report import CheckerTypeError, CheckerValueError
 
-LAB_MODULES = [importlib.import_module(f"loaderlab.checks.{m.name}")
-               for m in pkgutil.iter_modules(loaderlab.checks.__path__) if m.name.startswith("lab")]
-CHECKERS = [obj for module in LAB_MODULES for name, obj in vars(module).items()
-            if name.startswith("check_") and obj.__module__ == module.__name__]
+LAB_MODULES = [
+    importlib.import_module(f"loaderlab.checks.{m.name}")
+    for m in pkgutil.iter_modules(loaderlab.checks.__path__)
+    if m.name.startswith("lab")
+]
+CHECKERS = [
+    obj
+    for module in LAB_MODULES
+    for name, obj in vars(module).items()
+    if name.startswith("check_") and obj.__module__ == module.__name__
+]
 
 
 def test_every_checker_module_is_named_by_its_lab_and_the_package_re_exports_none():
@@ -35,8 +42,9 @@ def _first_parameter(checker) -> str:
 
 
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("nonsense", ["my answer", 42, [1, 2], object()],
-                         ids=["str", "int", "list", "object"])
+@pytest.mark.parametrize(
+    "nonsense", ["my answer", 42, [1, 2], object()], ids=["str", "int", "list", "object"]
+)
 def test_a_candidate_that_is_not_a_function_raises_a_type_error_naming_it(checker, nonsense, capsys):
     with pytest.raises(TypeError, match=f"`{_first_parameter(checker)}` must be the function") as raised:
         checker(nonsense)
@@ -53,10 +61,12 @@ def test_unknown_arguments_raise_a_type_error(checker):
 
 @pytest.mark.parametrize(
     "kwargs, error, word",
-    [({"n_rows": 0}, CheckerValueError, "`n_rows` must be > 0"),
-     ({"n_rows": -5}, ValueError, "n_rows"),
-     ({"n_rows": "100"}, TypeError, "`n_rows` must be an int"),
-     ({"n_rows": True}, TypeError, "n_rows")],
+    [
+        ({"n_rows": 0}, CheckerValueError, "`n_rows` must be > 0"),
+        ({"n_rows": -5}, ValueError, "n_rows"),
+        ({"n_rows": "100"}, TypeError, "`n_rows` must be an int"),
+        ({"n_rows": True}, TypeError, "n_rows"),
+    ],
 )
 def test_check_cow_fix_validates_its_size(kwargs, error, word):
     with pytest.raises(error, match=word):

@@ -57,13 +57,11 @@ def sequential_ignoring_sampler(features, labels, sampler, batch_size):
 
 
 def drop_last(features, labels, sampler, batch_size):
-    return DataLoader(PairDataset(features, labels), batch_size=batch_size, sampler=sampler,
-                      drop_last=True)
+    return DataLoader(PairDataset(features, labels), batch_size=batch_size, sampler=sampler, drop_last=True)
 
 
 def swapped(features, labels, sampler, batch_size):
-    return DataLoader(PairDataset(features, labels, swap=True), batch_size=batch_size,
-                      sampler=sampler)
+    return DataLoader(PairDataset(features, labels, swap=True), batch_size=batch_size, sampler=sampler)
 
 
 def double_features(features, labels, sampler, batch_size):
@@ -207,8 +205,11 @@ def test_workers_checked_under_spawn_when_the_dataset_is_importable(monkeypatch,
     monkeypatch.setattr(env, "start_method", lambda: "spawn")
     started = []
     rebuild = loops.rebuild
-    monkeypatch.setattr(loops, "rebuild", lambda loader, **kw: started.append(kw["multiprocessing_context"])
-                        or rebuild(loader, **kw))
+    monkeypatch.setattr(
+        loops,
+        "rebuild",
+        lambda loader, **kw: started.append(kw["multiprocessing_context"]) or rebuild(loader, **kw),
+    )
     assert check_loop_to_loader(correct_tensor_dataset) is True
     assert _line(capsys).endswith("and with 2 workers") and started == ["spawn"]
 

@@ -54,7 +54,7 @@ class Packed(Dataset):
         return len(self.offsets) - 1
 
     def __getitem__(self, i):
-        return self.buffer[self.offsets[i]:self.offsets[i + 1]].tobytes().decode()
+        return self.buffer[self.offsets[i] : self.offsets[i + 1]].tobytes().decode()
 
 
 class UnicodeArray(Dataset):

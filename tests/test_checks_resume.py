@@ -112,13 +112,17 @@ def test_correct_answers_pass(capsys, no_leaked_workers, make_dataset):
     assert out.startswith("✅") and "num_workers [0, 2]" in out, out
 
 
-@pytest.mark.parametrize(("make_dataset", "sentence"), [
-    (Forgets, "with num_workers=0, batch 2 (the first 2 came before the interrupt) differs"),
-    (GlobalRng, "two uninterrupted epochs over make_dataset(seed) gave different noise"),
-    (SavesGenerator, "did not survive torch.save and torch.load(weights_only=True)"),
-    (NoMethods, "your dataset has no state_dict and no load_state_dict"),
-    (NoNoise, "gave the same sample twice"),
-], ids=["load-forgets", "global-rng", "saves-generator", "no-methods", "no-noise"])
+@pytest.mark.parametrize(
+    ("make_dataset", "sentence"),
+    [
+        (Forgets, "with num_workers=0, batch 2 (the first 2 came before the interrupt) differs"),
+        (GlobalRng, "two uninterrupted epochs over make_dataset(seed) gave different noise"),
+        (SavesGenerator, "did not survive torch.save and torch.load(weights_only=True)"),
+        (NoMethods, "your dataset has no state_dict and no load_state_dict"),
+        (NoNoise, "gave the same sample twice"),
+    ],
+    ids=["load-forgets", "global-rng", "saves-generator", "no-methods", "no-noise"],
+)
 def test_wrong_answers_fail_with_their_own_sentence(capsys, no_leaked_workers, make_dataset, sentence):
     out = _verdict(capsys, make_dataset)
     assert out.startswith("❌") and sentence in out, out

@@ -88,18 +88,21 @@ def nested(labels):
     return [[w] for w in inverse_count(labels)]
 
 
-@pytest.mark.parametrize(("candidate", "phrase"), [
-    (article_weights, "class 0: 0.64, class 1: 0.36 instead of 0.50 each"),
-    (frequency, "grow with the class frequency"),
-    (per_class, "2 weights for 100 labels"),
-    (two_classes_only, "class 2: 0.09 instead of 0.33 each"),
-    (third_class_ignored, "never draw class 2"),
-    (integer_division, "integer division"),
-    (negative, "negative weight"),
-    (uniform, "class 0: 0.90, class 1: 0.10"),
-    (sorts_in_place, "changed the labels list"),
-    (nested, "shape (100, 1)"),
-])
+@pytest.mark.parametrize(
+    ("candidate", "phrase"),
+    [
+        (article_weights, "class 0: 0.64, class 1: 0.36 instead of 0.50 each"),
+        (frequency, "grow with the class frequency"),
+        (per_class, "2 weights for 100 labels"),
+        (two_classes_only, "class 2: 0.09 instead of 0.33 each"),
+        (third_class_ignored, "never draw class 2"),
+        (integer_division, "integer division"),
+        (negative, "negative weight"),
+        (uniform, "class 0: 0.90, class 1: 0.10"),
+        (sorts_in_place, "changed the labels list"),
+        (nested, "shape (100, 1)"),
+    ],
+)
 def test_wrong_weights_are_rejected_with_their_reason(capsys, candidate, phrase):
     out = _verdict(capsys, candidate)
     assert out.startswith("❌") and phrase in out, out
@@ -127,8 +130,9 @@ def test_label_sets_include_a_single_sample_class_and_three_or_more_classes():
 def lab_loader(labels, weights):  # the lab's loader factory: 3000 seeded draws with replacement
     from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
 
-    sampler = WeightedRandomSampler(weights, num_samples=3000, replacement=True,
-                                    generator=torch.Generator().manual_seed(0))
+    sampler = WeightedRandomSampler(
+        weights, num_samples=3000, replacement=True, generator=torch.Generator().manual_seed(0)
+    )
     return DataLoader(TensorDataset(torch.tensor(labels)), batch_size=500, sampler=sampler)
 
 

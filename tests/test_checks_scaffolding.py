@@ -34,8 +34,10 @@ def test_labs_import_only_checkers_from_the_checks_package():
 
 @pytest.mark.parametrize("module", SCAFFOLDING)
 def test_scaffolding_imports_no_checker(module):
-    script = (f"import sys, loaderlab.labs.{module}\n"
-              "print(sorted(m for m in sys.modules if m.startswith('loaderlab.checks')))")
+    script = (
+        f"import sys, loaderlab.labs.{module}\n"
+        "print(sorted(m for m in sys.modules if m.startswith('loaderlab.checks')))"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[]", f"loaderlab.labs.{module} imported {result.stdout.strip()}"

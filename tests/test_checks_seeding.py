@@ -181,8 +181,9 @@ def test_stubs_are_pending_and_a_crash_is_one_line(capsys):
     assert verdict(capsys, None) == (False, "⏳ not attempted yet")
     ok, out = verdict(capsys, Typo)
     # Python 3.12+ adds "Did you mean: 'seed'?" to the same one line
-    assert not ok and out.startswith("❌ your code raised AttributeError: "
-                                     "'Typo' object has no attribute 'sed'"), out
+    assert not ok and out.startswith(
+        "❌ your code raised AttributeError: 'Typo' object has no attribute 'sed'"
+    ), out
 
 
 class Forever(Augmented):

@@ -51,15 +51,26 @@ def seed_both(worker_id, base):
 def torch_pieces():
     """Correct: nothing but torch's own classes and functions, one persistent worker, its own
     start method and timeout (the checker's num_workers=0 reference must drop them)."""
-    return DataLoader(TensorDataset(torch.arange(12.0)), batch_size=4, num_workers=1,
-                      worker_init_fn=torch.manual_seed, multiprocessing_context="spawn",
-                      timeout=30, persistent_workers=True)
+    return DataLoader(
+        TensorDataset(torch.arange(12.0)),
+        batch_size=4,
+        num_workers=1,
+        worker_init_fn=torch.manual_seed,
+        multiprocessing_context="spawn",
+        timeout=30,
+        persistent_workers=True,
+    )
 
 
 def module_pieces():
     """Correct, differently: a module-level Dataset of dicts, default_collate, a partial."""
-    return DataLoader(Pairs(), batch_size=3, num_workers=1, collate_fn=default_collate,
-                      worker_init_fn=functools.partial(seed_both, base=5))
+    return DataLoader(
+        Pairs(),
+        batch_size=3,
+        num_workers=1,
+        collate_fn=default_collate,
+        worker_init_fn=functools.partial(seed_both, base=5),
+    )
 
 
 def closure():
@@ -89,17 +100,27 @@ class WithLock(Pairs):
 
 
 WRONG = {
-    "lambda collate_fn": (lambda: DataLoader(Pairs(), batch_size=3, num_workers=1, collate_fn=lambda b: b),
-                          "collate_fn is a lambda (`<lambda>.<locals>.<lambda>`): "
-                          "pickle stores a function by its importable name"),
-    "closure worker_init_fn": (closure,
-                               "worker_init_fn is `closure.<locals>.init`, defined inside a function"),
-    "class in __main__": (lambda: DataLoader(InNotebook(), batch_size=3, num_workers=1),
-                          "the Dataset is a `InNotebook`, defined in the notebook (__main__)"),
-    "lambda inside the Dataset": (lambda: DataLoader(WithTransform(lambda x: x), batch_size=3, num_workers=1),
-                                  "the Dataset uses a lambda"),
-    "a lock": (lambda: DataLoader(WithLock(), batch_size=3, num_workers=1),
-               "the Dataset cannot be pickled for a spawned worker (TypeError: cannot pickle '_thread.lock'"),
+    "lambda collate_fn": (
+        lambda: DataLoader(Pairs(), batch_size=3, num_workers=1, collate_fn=lambda b: b),
+        "collate_fn is a lambda (`<lambda>.<locals>.<lambda>`): "
+        "pickle stores a function by its importable name",
+    ),
+    "closure worker_init_fn": (
+        closure,
+        "worker_init_fn is `closure.<locals>.init`, defined inside a function",
+    ),
+    "class in __main__": (
+        lambda: DataLoader(InNotebook(), batch_size=3, num_workers=1),
+        "the Dataset is a `InNotebook`, defined in the notebook (__main__)",
+    ),
+    "lambda inside the Dataset": (
+        lambda: DataLoader(WithTransform(lambda x: x), batch_size=3, num_workers=1),
+        "the Dataset uses a lambda",
+    ),
+    "a lock": (
+        lambda: DataLoader(WithLock(), batch_size=3, num_workers=1),
+        "the Dataset cannot be pickled for a spawned worker (TypeError: cannot pickle '_thread.lock'",
+    ),
     "no workers": (lambda: DataLoader(Pairs(), batch_size=3), "returns a loader with num_workers=0"),
     "not a loader": (lambda: Pairs(), "make_loader() must return a DataLoader, got Pairs"),
 }
@@ -126,13 +147,15 @@ def test_stub_is_not_attempted(capsys):
 @pytest.mark.parametrize(("candidate", "batches"), [(torch_pieces, 3), (module_pieces, 4)])
 def test_correct_answers_pass_under_spawn(candidate, batches, capsys, no_leaked_workers):
     assert check_spawn_safe(candidate) is True
-    assert _line(capsys).startswith(f"✅ {batches} batches from 1 spawned worker(s), "
-                                    "the same as with num_workers=0")
+    assert _line(capsys).startswith(
+        f"✅ {batches} batches from 1 spawned worker(s), the same as with num_workers=0"
+    )
 
 
 def test_state_set_after_the_import_differs_in_a_spawned_worker(monkeypatch, capsys):
     """A spawned worker imports this module afresh and reads OFFSET = 0, not the 100 set here;
     what it would fetch is computed in this process, to spare the suite a third spawn."""
+
     def epoch(loader, limit=None):
         if loader.multiprocessing_context is None:
             return real_epoch(loader, limit)

@@ -61,8 +61,9 @@ def threads(loader):
 
 
 def many_persistent_workers(loader):
-    return _same_as(loader, num_workers=12, prefetch_factor=4, persistent_workers=True,
-                    multiprocessing_context="fork")
+    return _same_as(
+        loader, num_workers=12, prefetch_factor=4, persistent_workers=True, multiprocessing_context="fork"
+    )
 
 
 def shuffled(loader):
@@ -113,8 +114,9 @@ def _line(capsys) -> str:
 # it. Over 84 the pass has a quarter of the time left for 12 workers to fork, and on a loaded
 # CI machine their start (1.1 s of a 1.4 s pass) once cost the 4x.
 @pytest.mark.course
-@pytest.mark.parametrize(("candidate", "n"), [(threads, N_SAMPLES),
-                                              pytest.param(many_persistent_workers, 324, marks=needs_fork)])
+@pytest.mark.parametrize(
+    ("candidate", "n"), [(threads, N_SAMPLES), pytest.param(many_persistent_workers, 324, marks=needs_fork)]
+)
 def test_fast_loaders_with_the_same_batches_pass(candidate, n, capsys, no_leaked_workers):
     assert check_fast_loader(candidate, slow_loader(n=n)) is True
     assert _line(capsys) == "✅ same batches, at least 4x the starting throughput"
@@ -166,8 +168,10 @@ def test_reference_batches_are_the_loaders_own_fetched_in_threads():
     [
         (None, "(a DataLoader with num_workers=0) as slow_loader, got NoneType"),
         (LatencyDataset(n=8, latency_s=0.0), "got LatencyDataset"),
-        (DataLoader(LatencyDataset(n=8, latency_s=0.0), batch_size=8, num_workers=2),
-         "got one with num_workers=2"),
+        (
+            DataLoader(LatencyDataset(n=8, latency_s=0.0), batch_size=8, num_workers=2),
+            "got one with num_workers=2",
+        ),
     ],
 )
 def test_a_wrong_starting_loader_gets_one_sentence(starting, phrase, capsys):
@@ -201,7 +205,7 @@ def test_an_answer_that_makes_waiting_itself_faster_gains_nothing(capsys, monkey
     for _ in range(3):
         assert check_fast_loader(no_sleep, slow_loader()) is False
         line = _line(capsys)
-        assert line.startswith("❌ after tune(loader) ran, the starting loader read 24 samples in") , line
+        assert line.startswith("❌ after tune(loader) ran, the starting loader read 24 samples in"), line
         assert "owe 960 ms of waiting: your code made waiting itself faster" in line, line
 
 

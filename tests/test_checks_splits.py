@@ -25,8 +25,10 @@ def batch_sampler_route(train_set, val_set, batch_size):
 def seeded_sampler_route(train_set, val_set, batch_size):
     """Correct: a seeded RandomSampler (its generator moves on every epoch), a SequentialSampler."""
     order = RandomSampler(train_set, generator=torch.Generator().manual_seed(1))
-    return (DataLoader(train_set, batch_size=batch_size, sampler=order, drop_last=True),
-            DataLoader(val_set, batch_size=7, sampler=SequentialSampler(val_set)))
+    return (
+        DataLoader(train_set, batch_size=batch_size, sampler=order, drop_last=True),
+        DataLoader(val_set, batch_size=7, sampler=SequentialSampler(val_set)),
+    )
 
 
 def _good_val(val_set, batch_size):
@@ -34,24 +36,51 @@ def _good_val(val_set, batch_size):
 
 
 WRONG = {
-    "no drop_last": (lambda tr, va, bs: (DataLoader(tr, bs, shuffle=True), _good_val(va, bs)),
-                     "last batch holds 1 sample(s) (65 = 2 × 32 + 1)"),
-    "order fixed once": (lambda tr, va, bs: (DataLoader(tr, bs, sampler=torch.randperm(len(tr)).tolist(),
-                                                        drop_last=True), _good_val(va, bs)),
-                         "both training epochs come in the same shuffled order"),
-    "not shuffled": (lambda tr, va, bs: (DataLoader(tr, bs, drop_last=True), _good_val(va, bs)),
-                     "yields the samples in index order"),
-    "with replacement": (lambda tr, va, bs: (DataLoader(tr, bs, drop_last=True, sampler=RandomSampler(
-        tr, replacement=True, generator=torch.Generator().manual_seed(0))), _good_val(va, bs)),
-                         "twice; a shuffled epoch of 65 samples"),
-    "validation shuffled": (lambda tr, va, bs: (DataLoader(tr, bs, shuffle=True, drop_last=True),
-                                                DataLoader(va, bs, shuffle=True)),
-                            "the validation order changes between passes"),
-    "validation drop_last": (lambda tr, va, bs: (DataLoader(tr, bs, shuffle=True, drop_last=True),
-                                                 DataLoader(va, bs, drop_last=True)),
-                             "the validation loader drops 23 of its 23 samples (drop_last=True)"),
-    "swapped": (lambda tr, va, bs: (_good_val(va, bs), DataLoader(tr, bs, shuffle=True, drop_last=True)),
-                "the train loader yields validation samples or the other way round"),
+    "no drop_last": (
+        lambda tr, va, bs: (DataLoader(tr, bs, shuffle=True), _good_val(va, bs)),
+        "last batch holds 1 sample(s) (65 = 2 × 32 + 1)",
+    ),
+    "order fixed once": (
+        lambda tr, va, bs: (
+            DataLoader(tr, bs, sampler=torch.randperm(len(tr)).tolist(), drop_last=True),
+            _good_val(va, bs),
+        ),
+        "both training epochs come in the same shuffled order",
+    ),
+    "not shuffled": (
+        lambda tr, va, bs: (DataLoader(tr, bs, drop_last=True), _good_val(va, bs)),
+        "yields the samples in index order",
+    ),
+    "with replacement": (
+        lambda tr, va, bs: (
+            DataLoader(
+                tr,
+                bs,
+                drop_last=True,
+                sampler=RandomSampler(tr, replacement=True, generator=torch.Generator().manual_seed(0)),
+            ),
+            _good_val(va, bs),
+        ),
+        "twice; a shuffled epoch of 65 samples",
+    ),
+    "validation shuffled": (
+        lambda tr, va, bs: (
+            DataLoader(tr, bs, shuffle=True, drop_last=True),
+            DataLoader(va, bs, shuffle=True),
+        ),
+        "the validation order changes between passes",
+    ),
+    "validation drop_last": (
+        lambda tr, va, bs: (
+            DataLoader(tr, bs, shuffle=True, drop_last=True),
+            DataLoader(va, bs, drop_last=True),
+        ),
+        "the validation loader drops 23 of its 23 samples (drop_last=True)",
+    ),
+    "swapped": (
+        lambda tr, va, bs: (_good_val(va, bs), DataLoader(tr, bs, shuffle=True, drop_last=True)),
+        "the train loader yields validation samples or the other way round",
+    ),
 }
 
 

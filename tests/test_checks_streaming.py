@@ -122,19 +122,22 @@ def test_correct_datasets_are_accepted(capsys, no_leaked_workers):
 
 
 @pytest.mark.course
-@pytest.mark.parametrize(("candidate", "phrase"), [
-    (Unsharded, "your stream is not sharded"),
-    (WorkerOnly, "ranks 0 and 1 both yield item 0"),
-    (RankOnly, "with num_workers=2 item 0 arrives 2 times from one rank"),
-    (RankPlusWorker, "ranks 0 and 1 both yield item 1"),
-    (FloorChunks, "blocks of n // 2 lose the last 1 item(s)"),
-    (NoneUnhandled, "get_worker_info() returns None in the main process"),
-    (Floats, "yielded 0.0 (float)"),
-    (WholeShard, "yielded a tensor of shape (29,)"),
-    (IteratorInInit, "a second epoch over the same dataset delivered 0 of 29"),
-    (Endless, "delivered more than 116 items"),
-    (a_list, "make_dataset returned list"),
-])
+@pytest.mark.parametrize(
+    ("candidate", "phrase"),
+    [
+        (Unsharded, "your stream is not sharded"),
+        (WorkerOnly, "ranks 0 and 1 both yield item 0"),
+        (RankOnly, "with num_workers=2 item 0 arrives 2 times from one rank"),
+        (RankPlusWorker, "ranks 0 and 1 both yield item 1"),
+        (FloorChunks, "blocks of n // 2 lose the last 1 item(s)"),
+        (NoneUnhandled, "get_worker_info() returns None in the main process"),
+        (Floats, "yielded 0.0 (float)"),
+        (WholeShard, "yielded a tensor of shape (29,)"),
+        (IteratorInInit, "a second epoch over the same dataset delivered 0 of 29"),
+        (Endless, "delivered more than 116 items"),
+        (a_list, "make_dataset returned list"),
+    ],
+)
 def test_wrong_datasets_are_rejected_with_their_reason(capsys, no_leaked_workers, candidate, phrase):
     out = _verdict(capsys, candidate)
     assert out.startswith("❌") and phrase in out, out
@@ -160,7 +163,8 @@ def _spy_on_loaders(monkeypatch) -> list:
 @pytest.mark.spawn
 @pytest.mark.course
 def test_workers_start_like_the_session_so_lab11_py_is_read_by_spawned_workers(
-        monkeypatch, no_leaked_workers):
+    monkeypatch, no_leaked_workers
+):
     monkeypatch.setattr(env, "start_method", lambda: "spawn")
     started = _spy_on_loaders(monkeypatch)
     items = streaming._read(Strided(29), 2, 116, "rank 0 of 1 with num_workers=2")
@@ -194,4 +198,3 @@ def test_stub_is_not_attempted_and_a_crash_is_one_line(capsys, no_leaked_workers
     assert _verdict(capsys, Stub).startswith("⏳ not attempted yet")
     out = _verdict(capsys, CrashesInWorker)
     assert out.startswith("❌ your code raised KeyError") and "shard-file" in out
-

@@ -12,8 +12,10 @@ from loaderlab.checks import lab24 as threads
 from loaderlab.checks.lab24 import check_one_thread_workers
 from loaderlab.labs import lab24 as lab
 
-pytestmark = [pytest.mark.usefixtures("no_leaked_workers"),
-              pytest.mark.skipif(not hasattr(os, "fork"), reason="the lab forks its workers")]
+pytestmark = [
+    pytest.mark.usefixtures("no_leaked_workers"),
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="the lab forks its workers"),
+]
 
 
 def _verdict(capsys, candidate) -> str:
@@ -52,14 +54,18 @@ def test_correct_answers_pass(capsys, candidate):
     assert _verdict(capsys, candidate).startswith("✅ each of the 2 workers runs BLAS and OpenMP on one")
 
 
-@pytest.mark.parametrize(("candidate", "sentence"), [
-    (lab.no_init, "NumPy's BLAS still runs 2 threads in each worker (torch.set_num_threads"),
-    (torch_only, "torch.set_num_threads limits only torch's own pool"),
-    (in_a_with_block, "a `with threadpool_limits(...)` block gives the threads back"),
-    (environment, "an environment variable set in a running worker comes too late"),
-    (lambda worker_id: 1 / 0, "your code raised ZeroDivisionError"),
-    (lambda: None, "your code raised TypeError"),
-], ids=["nothing", "torch-only", "with-block", "environment", "raises", "no-worker-id"])
+@pytest.mark.parametrize(
+    ("candidate", "sentence"),
+    [
+        (lab.no_init, "NumPy's BLAS still runs 2 threads in each worker (torch.set_num_threads"),
+        (torch_only, "torch.set_num_threads limits only torch's own pool"),
+        (in_a_with_block, "a `with threadpool_limits(...)` block gives the threads back"),
+        (environment, "an environment variable set in a running worker comes too late"),
+        (lambda worker_id: 1 / 0, "your code raised ZeroDivisionError"),
+        (lambda: None, "your code raised TypeError"),
+    ],
+    ids=["nothing", "torch-only", "with-block", "environment", "raises", "no-worker-id"],
+)
 def test_wrong_answers_fail_with_their_own_sentence(capsys, candidate, sentence):
     out = _verdict(capsys, candidate)
     assert out.startswith("❌") and sentence in out, out

@@ -70,15 +70,21 @@ def test_each_evidence_link_points_to_a_notebook_section_that_mentions_the_claim
             found = sections(path)
             assert anchor in found, f"{cid}: {notebook} has no section #{anchor} (has {sorted(found)[:8]}...)"
             assert re.search(rf"\b{cid}\b", found[anchor]), (
-                f"{cid}: section #{anchor} of {notebook} never mentions {cid}")
+                f"{cid}: section #{anchor} of {notebook} never mentions {cid}"
+            )
 
 
 def test_the_ledger_is_what_the_notebooks_print():
     written, now = LEDGER.read_text(), claims.ledger()
-    stale = [f"{old}\n  now: {new}" for old, new in zip(written.splitlines(), now.splitlines(), strict=False)
-             if old != new]
-    assert written == now, ("docs/claims.md differs from the notebooks' stored verdict lines: run "
-                            "python tools/claims.py\n" + "\n".join(stale[:5]))
+    stale = [
+        f"{old}\n  now: {new}"
+        for old, new in zip(written.splitlines(), now.splitlines(), strict=False)
+        if old != new
+    ]
+    assert written == now, (
+        "docs/claims.md differs from the notebooks' stored verdict lines: run "
+        "python tools/claims.py\n" + "\n".join(stale[:5])
+    )
 
 
 def test_every_verdict_is_printed_by_its_notebook():
@@ -90,8 +96,10 @@ def test_every_verdict_is_printed_by_its_notebook():
         if cid not in printed:
             number, section = cited[0]
             verdict, measured = claims.PENDING[cid]
-            missing.append(f"{cid}: notebook {number} §{section} should print "
-                           f"`Verdict {cid}: {verdict}: {measured[:90]}...`")
+            missing.append(
+                f"{cid}: notebook {number} §{section} should print "
+                f"`Verdict {cid}: {verdict}: {measured[:90]}...`"
+            )
         elif not printed[cid]["measured"] or not re.search(r"\d", printed[cid]["measured"]):
             missing.append(f"{cid}: {printed[cid]['notebook'].name} prints no figure after its verdict")
     leftover = sorted(set(claims.PENDING) & set(printed))

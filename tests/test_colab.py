@@ -36,8 +36,9 @@ def test_every_notebook_and_lab_starts_with_the_current_colab_cell(path):
 def test_the_command_is_idempotent_and_replaces_an_older_cell(tmp_path):
     (tmp_path / "notebooks").mkdir()
     path = tmp_path / "notebooks" / "99_x.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 99 · x"),
-                                         nbformat.v4.new_code_cell("import torch")])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# 99 · x"), nbformat.v4.new_code_cell("import torch")]
+    )
     nbformat.write(nb, path)
     assert colab.main(["--check", str(path)]) == 1
     assert colab.main([str(path)]) == 0
@@ -53,15 +54,18 @@ def test_the_command_is_idempotent_and_replaces_an_older_cell(tmp_path):
     assert colab.main([str(path)]) == 0 and path.read_text() == first  # replaced, not added
 
 
-def _run_cell(folder: str, env: dict[str, str], cwd: Path, after: str = "",
-              python: str = sys.executable) -> subprocess.CompletedProcess:
+def _run_cell(
+    folder: str, env: dict[str, str], cwd: Path, after: str = "", python: str = sys.executable
+) -> subprocess.CompletedProcess:
     """The cell's source, then ``after``, in a fresh Python started in ``cwd`` (as a kernel in
     Colab's /content). -I: no PYTHONPATH, so the imports can only come from the cell's work."""
     return subprocess.run(
         [python, "-I", "-c", colab.source(folder) + "\n" + after],
-        cwd=cwd, env={**{k: v for k, v in os.environ.items() if not k.startswith(("COLAB", "LOADERLAB"))},
-                      **env},
-        capture_output=True, text=True, timeout=300,
+        cwd=cwd,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith(("COLAB", "LOADERLAB"))}, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -80,8 +84,11 @@ def test_off_colab_the_cell_does_nothing_and_prints_nothing(tmp_path, monkeypatc
 
 def test_on_colab_inside_a_course_already_the_cell_does_nothing(tmp_path):
     """Run again after it changed folder, or in the grader's copy of the course: no clone."""
-    env = {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": "file:///nowhere",
-           "LOADERLAB_COLAB_DIR": str(tmp_path / "loaderlab")}
+    env = {
+        "COLAB_RELEASE_TAG": "release-colab-test",
+        "LOADERLAB_REPO": "file:///nowhere",
+        "LOADERLAB_COLAB_DIR": str(tmp_path / "loaderlab"),
+    }
     for folder in ("notebooks", "labs"):
         done = _run_cell(folder, env, ROOT / folder, "import os; print(os.getcwd())")
         assert done.returncode == 0 and done.stdout == f"{ROOT / folder}\n" and not done.stderr, done
@@ -106,19 +113,28 @@ print(json.dumps({"cwd": os.getcwd(), "lab": lab99.__file__, "answer": lab99.ANS
 def test_on_a_simulated_colab_it_clones_and_changes_into_the_course(tmp_path, folder):
     content, course = tmp_path / "content", tmp_path / "content" / "loaderlab"
     content.mkdir()
-    env = {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": ROOT.as_uri(),  # file://
-           "LOADERLAB_COLAB_DIR": str(course), "LOADERLAB_COLAB_NO_INSTALL": "1"}
+    env = {
+        "COLAB_RELEASE_TAG": "release-colab-test",
+        "LOADERLAB_REPO": ROOT.as_uri(),  # file://
+        "LOADERLAB_COLAB_DIR": str(course),
+        "LOADERLAB_COLAB_NO_INSTALL": "1",
+    }
     for run in ("the first run clones", "a second run finds the course there"):
         done = _run_cell(folder, env, content, AFTER)
         assert done.returncode == 0, f"{run}: {done.stdout}{done.stderr}"
         lines = done.stdout.splitlines()
         assert lines[0] == f"the course is in {course}; this notebook runs in {course / folder}", lines
         found = json.loads(lines[-1])
-        assert found == {"cwd": str(course / folder), "lab": str(course / folder / "lab99.py"), "answer": 42,
-                         "lesson": str(course / "notebooks" / "lesson03_datasets.py"),
-                         "package": str(course / "loaderlab" / "__init__.py")}, run
-    shallow = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=course, capture_output=True,
-                             text=True)
+        assert found == {
+            "cwd": str(course / folder),
+            "lab": str(course / folder / "lab99.py"),
+            "answer": 42,
+            "lesson": str(course / "notebooks" / "lesson03_datasets.py"),
+            "package": str(course / "loaderlab" / "__init__.py"),
+        }, run
+    shallow = subprocess.run(
+        ["git", "rev-list", "--count", "HEAD"], cwd=course, capture_output=True, text=True
+    )
     assert shallow.stdout.strip() == "1"  # --depth 1
     assert sorted(p.name for p in content.iterdir()) == ["loaderlab"]  # nothing else in /content
 
@@ -129,9 +145,13 @@ def test_a_lab_runs_from_an_empty_folder_on_a_simulated_colab(tmp_path, monkeypa
 
     content, course = tmp_path / "content", tmp_path / "content" / "loaderlab"
     content.mkdir()
-    for name, value in {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": ROOT.as_uri(),
-                        "LOADERLAB_COLAB_DIR": str(course), "LOADERLAB_COLAB_NO_INSTALL": "1",
-                        "LOADERLAB_TEST_MODE": "1"}.items():
+    for name, value in {
+        "COLAB_RELEASE_TAG": "release-colab-test",
+        "LOADERLAB_REPO": ROOT.as_uri(),
+        "LOADERLAB_COLAB_DIR": str(course),
+        "LOADERLAB_COLAB_NO_INSTALL": "1",
+        "LOADERLAB_TEST_MODE": "1",
+    }.items():
         monkeypatch.setenv(name, value)
     # Colab opens the lab alone: the course is not there yet
     nb = nbformat.read(ROOT / "labs" / "07_worker_seeding.ipynb", as_version=4)
@@ -154,9 +174,13 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @pytest.mark.course  # a venv, a clone and two Pythons each: seconds
-@pytest.mark.parametrize("torch_index, extra", [(None, ["--extra-index-url", CPU_INDEX]),
-                                                ("https://mirror.example/cpu",
-                                                 ["--extra-index-url", "https://mirror.example/cpu"])])
+@pytest.mark.parametrize(
+    "torch_index, extra",
+    [
+        (None, ["--extra-index-url", CPU_INDEX]),
+        ("https://mirror.example/cpu", ["--extra-index-url", "https://mirror.example/cpu"]),
+    ],
+)
 def test_on_a_simulated_colab_pip_installs_all_but_the_jupyter_server(tmp_path, torch_index, extra):
     """The install branch, with Colab's Python standing in as a fresh venv whose pip records
     its arguments: requirements.txt less ipykernel and jupyterlab (Colab runs its own server,
@@ -170,8 +194,12 @@ def test_on_a_simulated_colab_pip_installs_all_but_the_jupyter_server(tmp_path, 
     (site / "pip").mkdir()
     (site / "pip" / "__main__.py").write_text(PIP_STUB)
     calls = tmp_path / "pip-calls.jsonl"
-    env = {"COLAB_RELEASE_TAG": "release-colab-test", "LOADERLAB_REPO": ROOT.as_uri(),
-           "LOADERLAB_COLAB_DIR": str(course), "PIP_CALLS": str(calls)}
+    env = {
+        "COLAB_RELEASE_TAG": "release-colab-test",
+        "LOADERLAB_REPO": ROOT.as_uri(),
+        "LOADERLAB_COLAB_DIR": str(course),
+        "PIP_CALLS": str(calls),
+    }
     if torch_index:
         env["TORCH_INDEX"] = torch_index
     for _ in range(2):
@@ -179,8 +207,10 @@ def test_on_a_simulated_colab_pip_installs_all_but_the_jupyter_server(tmp_path, 
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.splitlines()[-1].startswith("the course is in "), done.stdout
     [call] = [json.loads(line) for line in calls.read_text().splitlines()]  # pip ran once
-    assert call == {"argv": ["install", "-q", "-r", ".colab-requirements.txt", "-e", ".", *extra],
-                    "cwd": str(course)}
+    assert call == {
+        "argv": ["install", "-q", "-r", ".colab-requirements.txt", "-e", ".", *extra],
+        "cwd": str(course),
+    }
     wanted = (ROOT / "requirements.txt").read_text().splitlines()
     installed = (course / ".colab-requirements.txt").read_text().splitlines()
     assert installed == [line for line in wanted if not line.startswith(("ipykernel", "jupyterlab"))]

@@ -17,7 +17,7 @@ def _environment() -> tuple[list[str], list[str]]:
     each: the file is read line by line, so no YAML library is needed)."""
     conda, pip, in_pip = [], [], False
     lines = (ROOT / "environment.yml").read_text().splitlines()
-    body = lines[[line.strip() for line in lines].index("dependencies:") + 1:]
+    body = lines[[line.strip() for line in lines].index("dependencies:") + 1 :]
     for line in body:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -48,6 +48,8 @@ def test_environment_yml_brings_a_supported_python():
     version = tuple(int(n) for n in pythons[0].split("."))[:2]
     assert version in course.SUPPORTED, f"python={pythons[0]}: the course runs on {course.SUPPORTED_TEXT}"
     assert version == (3, 11), "the stored outputs are compared on 3.11: conda users get that one"
-    low, high = re.fullmatch(r">=(3\.\d+),<(3\.\d+)", tomllib.loads(
-        (ROOT / "pyproject.toml").read_text())["project"]["requires-python"]).groups()
+    low, high = re.fullmatch(
+        r">=(3\.\d+),<(3\.\d+)",
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"],
+    ).groups()
     assert tuple(map(int, low.split("."))) <= version < tuple(map(int, high.split(".")))

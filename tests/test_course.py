@@ -23,8 +23,14 @@ def _make_n(*args: str) -> list[str]:
     # as a user's shell has it: no outer make, and make's default PYTHON (a PYTHON=… make test sets it)
     outer = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON")
     env = {k: v for k, v in os.environ.items() if k not in outer}
-    done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=30, env=env)
+    done = subprocess.run(
+        ["make", "-n", "--no-print-directory", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -117,14 +123,19 @@ def test_test_commands_run_each_pass_of_their_tier():
         passes = course.tier(name)
         lines = _dry(name)
         expected = [
-            "+ " + " ".join([*(f"{k}={v}" for k, v in env.items()),
-                             shlex.join([".venv/bin/python", "-m", "pytest", *args])])
+            "+ "
+            + " ".join(
+                [
+                    *(f"{k}={v}" for k, v in env.items()),
+                    shlex.join([".venv/bin/python", "-m", "pytest", *args]),
+                ]
+            )
             for env, args in passes
         ]
-        assert lines[-len(passes):] == expected, (name, lines)
+        assert lines[-len(passes) :] == expected, (name, lines)
         if name == "test":  # the lint first: ruff, mypy, the import contracts, the workflow
             venv = python.relative_to(ROOT).as_posix()
-            ruff, mypy, contracts, workflow = lines[-len(passes) - 4:-len(passes)]
+            ruff, mypy, contracts, workflow = lines[-len(passes) - 4 : -len(passes)]
             assert ruff.startswith(f"+ {venv} -m ruff check") and mypy == f"+ {venv} -m mypy"
             assert contracts.endswith("lint-imports --no-cache")
             assert workflow.startswith(f"+ {venv} -m check_jsonschema --builtin-schema vendor.github-")

@@ -28,11 +28,17 @@ def _ids(paths):
 
 def ignored_share(path: Path) -> tuple[int, int]:
     """Return (ignored code cells, code cells) of a notebook."""
-    cells = [c for c in json.loads(path.read_text())["cells"]
-             if c["cell_type"] == "code" and "".join(c["source"]).strip()]
-    ignored = [c for c in cells
-               if IGNORING_TAGS & set(c.get("metadata", {}).get("tags", []))
-               or IGNORING_MARKERS.search("".join(c["source"]))]
+    cells = [
+        c
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code" and "".join(c["source"]).strip()
+    ]
+    ignored = [
+        c
+        for c in cells
+        if IGNORING_TAGS & set(c.get("metadata", {}).get("tags", []))
+        or IGNORING_MARKERS.search("".join(c["source"]))
+    ]
     return len(ignored), len(cells)
 
 
@@ -74,7 +80,7 @@ def dataloader_calls(source: str) -> list[str]:
             depth += {"(": 1, ")": -1}.get(source[end], 0)
             if depth == 0:
                 break
-        calls.append(source[match.start():end + 1])
+        calls.append(source[match.start() : end + 1])
     return calls
 
 
@@ -87,8 +93,11 @@ def _run_with(method: str, path: Path, monkeypatch) -> None:
 @pytest.mark.parametrize("stem", sorted(OWN_START_METHODS))
 def test_the_left_out_notebooks_never_use_the_default_start_method(stem):
     path = ROOT / "notebooks" / f"{stem}.ipynb"
-    sources = [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-               for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    sources = [
+        c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
     sources += [p.read_text() for p in (ROOT / "notebooks").glob(f"lesson{stem[:2]}*.py")]
     calls = [call for source in sources for call in dataloader_calls(source)]
     assert calls, f"{stem} builds no DataLoader: is it still the notebook OWN_START_METHODS means?"

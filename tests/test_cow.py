@@ -86,8 +86,13 @@ def test_watch_reads_each_worker_at_the_gate_before_its_first_fetch(no_leaked_wo
     assert list(other)  # a worker alive before: not read
     try:
         mem = WorkerMemorySampler(interval_s=0.5)  # slow thread: only the gate reading can be early
-        loader = DataLoader(FirstFetchAllocates(mb=40), batch_size=1, num_workers=2,
-                            multiprocessing_context="fork", worker_init_fn=mem.gate)
+        loader = DataLoader(
+            FirstFetchAllocates(mb=40),
+            batch_size=1,
+            num_workers=2,
+            multiprocessing_context="fork",
+            worker_init_fn=mem.gate,
+        )
         batches = [int(b) for b in mem.watch(loader)]
         assert batches == [0, 1, 2, 3]
         growth = mem.worker_uss_growth_mb()
@@ -106,8 +111,9 @@ def test_watch_gate_works_with_spawn_workers(no_leaked_workers):
     from loaderlab.measure import WorkerMemorySampler
 
     mem = WorkerMemorySampler()
-    loader = DataLoader(range(6), batch_size=3, num_workers=1, multiprocessing_context="spawn",
-                        worker_init_fn=mem.gate)  # the gate pickles for a spawned worker
+    loader = DataLoader(
+        range(6), batch_size=3, num_workers=1, multiprocessing_context="spawn", worker_init_fn=mem.gate
+    )  # the gate pickles for a spawned worker
     assert [b.tolist() for b in mem.watch(loader)] == [[0, 1, 2], [3, 4, 5]]
     assert len(mem.worker_pids()) == 1
 

@@ -54,13 +54,27 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 @pytest.mark.course
 def test_notebook_10s_script_under_torchrun_shards_every_epoch_exactly_once(tmp_path):
     out = tmp_path / "seen.json"
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            "--master_addr=127.0.0.1", f"--master_port={free_port()}",
-            str(NOTEBOOKS / "lesson10_ddp.py"), "--out", str(out), "--size", "10", "--num-workers", "1"]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        str(NOTEBOOKS / "lesson10_ddp.py"),
+        "--out",
+        str(out),
+        "--size",
+        "10",
+        "--num-workers",
+        "1",
+    ]
     run = run_bounded(argv, bound_s=120).report()
     assert run.returncode == 0 and not run.timed_out, run.output[-2000:]
     assert sorted(line for line in run.output.splitlines() if line.startswith("rank ")) == [
-        "rank 0/2: epoch 0: 5 items, epoch 1: 5 items", "rank 1/2: epoch 0: 5 items, epoch 1: 5 items"]
+        "rank 0/2: epoch 0: 5 items, epoch 1: 5 items",
+        "rank 1/2: epoch 0: 5 items, epoch 1: 5 items",
+    ]
     seen = json.loads(out.read_text())
     for epoch, per_rank in enumerate(seen):
         assert per_rank == rank_shards(10, 2, epoch=epoch, shuffle=True, seed=0)

@@ -101,8 +101,14 @@ def dumps(obj) -> bytes:
 def test_the_users_dataset_sampler_and_generators_are_byte_identical_after(persistent, no_leaked_workers):
     dataset = Stateful(48)
     sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(7))
-    loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=2, persistent_workers=persistent,
-                        generator=torch.Generator().manual_seed(9))
+    loader = DataLoader(
+        dataset,
+        batch_size=4,
+        sampler=sampler,
+        num_workers=2,
+        persistent_workers=persistent,
+        generator=torch.Generator().manual_seed(9),
+    )
     before = [dumps(x) for x in (dataset, sampler, loader.batch_sampler, loader.generator)]
     states = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
     report = run(loader, workers=(0, 2), between_epochs=lambda lo, epoch: setattr(lo.dataset, "epoch", epoch))
@@ -187,8 +193,9 @@ def test_more_workers_than_cores_gets_the_measured_verdict(monkeypatch, capfd, n
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning escaping the doctor would fail the test
         computing = run(lambda: DataLoader(ex.Computed(256), batch_size=4, num_workers=3), probes=["speed"])
-        waiting = run(lambda: DataLoader(ex.Samples(96, latency_s=0.02), batch_size=4, num_workers=3),
-                      probes=["speed"])
+        waiting = run(
+            lambda: DataLoader(ex.Samples(96, latency_s=0.02), batch_size=4, num_workers=3), probes=["speed"]
+        )
     for report in (computing, waiting):
         over = next(f for f in report.findings if f.code == "speed.workers_over_cores")
         assert list(report.figures["speed"]["samples_per_s"]) == [3, 1] and over.figures["best"] == 1
@@ -207,8 +214,9 @@ def _compared(fetch: dict | None, mine: float, theirs: float, beyond: bool):
     """The findings of one comparison (2 workers on 1 core against 1 worker), from figures alone."""
     from loaderlab.doctor.probes_speed import SpeedProbes
 
-    probe = SpeedProbes(DataLoader(ex.Samples(8), batch_size=4, num_workers=2), None, None, 1.0, 8, None,
-                        0.0, None, None)
+    probe = SpeedProbes(
+        DataLoader(ex.Samples(8), batch_size=4, num_workers=2), None, None, 1.0, 8, None, 0.0, None, None
+    )
     probe.figures["speed"] = {"window_s": {2: 2.0}, "fetch": fetch}
     slow, fast = [mine] * 3, [theirs] * 3
     if not beyond:
@@ -222,23 +230,32 @@ def test_workers_beyond_the_cores_on_samples_that_wait_are_no_warning_within_noi
     computes = {"cpu_ms": 20.0, "waiting_ms": 0.1, "computes": True}
     # a 1-core machine under load: 2 workers on waiting samples gained 1.1x, within noise (notebook 17)
     [within] = _compared(waits, mine=110.0, theirs=100.0, beyond=False)
-    assert (within.code, within.severity) == ("speed.workers_over_cores", "info") and "within" in within.message
+    assert (within.code, within.severity) == (
+        "speed.workers_over_cores",
+        "info",
+    ) and "within" in within.message
     # the same loader, clearly slower with the extra worker: that is worth a warning
     [slower] = _compared(waits, mine=60.0, theirs=100.0, beyond=True)
     assert (slower.code, slower.severity) == ("speed.workers_over_cores", "warning")
     # samples that compute: extra workers beyond the cores are a warning whatever the noise
     [cpu] = _compared(computes, mine=110.0, theirs=100.0, beyond=False)
-    assert (cpu.code, cpu.severity) == ("speed.workers_over_cores", "warning") and "cannot go faster" in cpu.message
+    assert (cpu.code, cpu.severity) == (
+        "speed.workers_over_cores",
+        "warning",
+    ) and "cannot go faster" in cpu.message
 
 
 @pytest.mark.course
 def test_torchs_warnings_become_findings_with_their_own_codes(capfd, no_leaked_workers):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        many = doctor(lambda: DataLoader(ex.Samples(8), batch_size=4, num_workers=(os.cpu_count() or 1) + 1),
-                      probes=["pickling"])
-        stream = doctor(DataLoader(ex.ShardedStream(16, reported=8), batch_size=None, num_workers=2),
-                        probes=["stream"])
+        many = doctor(
+            lambda: DataLoader(ex.Samples(8), batch_size=4, num_workers=(os.cpu_count() or 1) + 1),
+            probes=["pickling"],
+        )
+        stream = doctor(
+            DataLoader(ex.ShardedStream(16, reported=8), batch_size=None, num_workers=2), probes=["stream"]
+        )
         pinned = doctor(DataLoader(ex.Samples(8), batch_size=4, pin_memory=True), probes=["speed"])
     count = next(f for f in many.findings if f.code == "torch.worker_count")
     assert count.severity == "info" and count.probe == "any"
@@ -249,7 +266,8 @@ def test_torchs_warnings_become_findings_with_their_own_codes(capfd, no_leaked_w
     assert "iterable.wrong_length" not in stream.codes() or stream.figures["stream"]["reported_len"] == 8
     if not torch.accelerator.is_available():  # torch warns only where no accelerator is found
         assert [(f.severity, f.code) for f in pinned.findings if f.code.startswith("torch.")] == [
-            ("info", "torch.pin_memory")]
+            ("info", "torch.pin_memory")
+        ]
     assert capfd.readouterr().err == ""
 
 
@@ -263,8 +281,10 @@ def test_sampler_coverage_counts_the_indices_one_epoch_draws_without_fetching():
         "short_weights": WeightedRandomSampler(torch.ones(2), num_samples=100, generator=generator),
         "long_weights": WeightedRandomSampler(torch.ones(300), num_samples=100, generator=generator),
     }
-    got = {name: doctor(DataLoader(dataset, batch_size=10, sampler=sampler), probes=["coverage"])
-           for name, sampler in cases.items()}
+    got = {
+        name: doctor(DataLoader(dataset, batch_size=10, sampler=sampler), probes=["coverage"])
+        for name, sampler in cases.items()
+    }
     assert dataset.fetched == 0
     figures = {name: r.figures["coverage"] for name, r in got.items()}
     assert (figures["random"]["distinct"], figures["random"]["drawn"]) == (100, 100)
@@ -289,7 +309,8 @@ def test_stream_batch_sizes_are_counted_per_worker(no_leaked_workers):
     assert "1 item(s) per epoch" in broken.findings[0].fix
     fixed = run(ex.fixed_stream_batch_of_1, probes=["stream"])
     assert [(f.severity, f.code) for f in fixed.findings if f.code.startswith("iterable")] == [
-        ("info", "iterable.lost_items")]
+        ("info", "iterable.lost_items")
+    ]
     assert fixed.figures["stream"]["lost"] == 1
 
 
@@ -368,8 +389,13 @@ def test_stale_state_is_measured_with_the_users_epoch_hook(no_leaked_workers):
 
 @pytest.mark.course
 def test_a_lambda_under_spawn_is_an_error_and_no_worker_is_started(no_leaked_workers):
-    loader = DataLoader(LatencyDataset(n=32, latency_s=0.0), batch_size=8, num_workers=2,
-                        collate_fn=lambda b: default_collate(b), multiprocessing_context="spawn")
+    loader = DataLoader(
+        LatencyDataset(n=32, latency_s=0.0),
+        batch_size=8,
+        num_workers=2,
+        collate_fn=lambda b: default_collate(b),
+        multiprocessing_context="spawn",
+    )
     report = run(loader)
     assert [(f.severity, f.code) for f in report.at_least("warning")] == [("error", "pickle.fails")]
     cannot = {k for k, why in report.probes_skipped.items() if why == "workers cannot start"}
@@ -479,7 +505,7 @@ def test_every_see_link_the_doctor_can_emit_resolves_to_a_current_heading():
     pending = {code: links.pending(code) for code in FINDINGS if links.pending(code)}
     assert pending == PENDING, pending
     assert anchor("## 4. Fix: `drop_last=True` now") == "4.-Fix:-drop_last=True-now"
-    assert anchor("## 7. \"Reset\" *it* [here](x.md)") == "7.-\"Reset\"-it-here"
+    assert anchor('## 7. "Reset" *it* [here](x.md)') == '7.-"Reset"-it-here'
 
 
 def test_a_renamed_heading_or_notebook_keeps_its_link(tmp_path):
@@ -490,9 +516,13 @@ def test_a_renamed_heading_or_notebook_keeps_its_link(tmp_path):
     notebook("03_workers_and_prefetch.ipynb", "# 03", "## 1. Defaults", "## 5. How many workers, measured")
     notebook("19_persistent_workers_and_pin_memory.ipynb", "# 19", "## 2. `pin_memory=True` without a GPU")
     assert links.resolve("speed.more_workers", tmp_path) == (
-        "notebooks/03_workers_and_prefetch.ipynb#5.-How-many-workers,-measured", True)
+        "notebooks/03_workers_and_prefetch.ipynb#5.-How-many-workers,-measured",
+        True,
+    )
     assert links.resolve("torch.pin_memory", tmp_path) == (
-        "notebooks/19_persistent_workers_and_pin_memory.ipynb#2.-pin_memory=True-without-a-GPU", True)
+        "notebooks/19_persistent_workers_and_pin_memory.ipynb#2.-pin_memory=True-without-a-GPU",
+        True,
+    )
     notebook("21_corrupt_and_missing_samples.ipynb", "# 21", "## 1. Something else")
     assert links.resolve("sample.none", tmp_path) == ("notebooks/21_corrupt_and_missing_samples.ipynb", False)
     planned = "notebooks/20_worker_state_and_file_handles.ipynb"
@@ -530,8 +560,14 @@ def test_worker_growth_counts_from_the_mark_after_start_up():
     from loaderlab.measure import MemoryRecord, WorkerMemorySampler
 
     sampler = WorkerMemorySampler()
-    rows = [(0.0, 11, 300.0), (0.1, 11, 100.0), (0.2, 11, 140.0), (0.3, 11, 120.0), (0.2, 12, 50.0),
-            (0.2, 99, 1.0)]
+    rows = [
+        (0.0, 11, 300.0),
+        (0.1, 11, 100.0),
+        (0.2, 11, 140.0),
+        (0.3, 11, 120.0),
+        (0.2, 12, 50.0),
+        (0.2, 99, 1.0),
+    ]
     sampler.records = [MemoryRecord(t, pid, "worker", uss, uss, None) for t, pid, uss in rows]
     # reading 0 is start-up; pid 12 has one reading only; pid 99 was alive before the pass
     assert growth_after_start(sampler, before={99}, start=1) == {11: 40.0}
@@ -642,7 +678,8 @@ class Keyed(Dataset):
     def one(self, i: int):
         x = torch.full((3,), float(i))
         return {"tensor": x, "tuple": (x, i), "dict": {"x": x, "y": i, "name": f"s{i}"}, "str": f"item {i}"}[
-            self.kind]
+            self.kind
+        ]
 
     def __getitem__(self, key):
         if isinstance(key, tuple):  # a sampler yielding (index, epoch)
@@ -693,31 +730,50 @@ def legal_loaders():
     collate_fn, tensor/tuple/dict/str samples. None of them has a problem the doctor reports."""
     for kind in ("tensor", "tuple", "dict", "str"):
         collate = None if kind != "str" else as_list
-        yield f"map-{kind}", lambda k=kind, c=collate: DataLoader(Keyed(24, k), batch_size=4, shuffle=True,
-                                                                  collate_fn=c)
-        yield f"map-{kind}-no-batching", lambda k=kind: DataLoader(Keyed(24, k), batch_size=None,
-                                                                   shuffle=True)
-        yield f"stream-{kind}", lambda k=kind, c=collate: DataLoader(KeyedStream(24, k), batch_size=4,
-                                                                     collate_fn=c)
+        yield (
+            f"map-{kind}",
+            lambda k=kind, c=collate: DataLoader(Keyed(24, k), batch_size=4, shuffle=True, collate_fn=c),
+        )
+        yield (
+            f"map-{kind}-no-batching",
+            lambda k=kind: DataLoader(Keyed(24, k), batch_size=None, shuffle=True),
+        )
+        yield (
+            f"stream-{kind}",
+            lambda k=kind, c=collate: DataLoader(KeyedStream(24, k), batch_size=4, collate_fn=c),
+        )
         yield f"stream-{kind}-no-batching", lambda k=kind: DataLoader(KeyedStream(24, k), batch_size=None)
-    yield "batch_sampler", lambda: DataLoader(Keyed(24, "tensor"), batch_sampler=BatchSampler(
-        RandomSampler(range(24)), 4, drop_last=False))
-    yield "batch-sampler-as-sampler-no-batching", lambda: DataLoader(
-        Keyed(24, "tensor"), batch_size=None, sampler=BatchSampler(RandomSampler(range(24)), 4, False))
+    yield (
+        "batch_sampler",
+        lambda: DataLoader(
+            Keyed(24, "tensor"), batch_sampler=BatchSampler(RandomSampler(range(24)), 4, drop_last=False)
+        ),
+    )
+    yield (
+        "batch-sampler-as-sampler-no-batching",
+        lambda: DataLoader(
+            Keyed(24, "tensor"), batch_size=None, sampler=BatchSampler(RandomSampler(range(24)), 4, False)
+        ),
+    )
     yield "tuple-keys", lambda: DataLoader(Keyed(24, "tensor"), batch_size=4, sampler=EpochKeys(24))
-    yield "tuple-keys-custom-collate", lambda: DataLoader(Keyed(24, "dict"), batch_size=4,
-                                                          sampler=EpochKeys(24), collate_fn=as_list)
+    yield (
+        "tuple-keys-custom-collate",
+        lambda: DataLoader(Keyed(24, "dict"), batch_size=4, sampler=EpochKeys(24), collate_fn=as_list),
+    )
     yield "no-len", lambda: DataLoader(NoLength(), batch_size=4, sampler=list(range(12)))
     parts = [Keyed(10, "tensor"), Keyed(6, "tensor"), Keyed(0, "tensor")]
     yield "concat-and-empty", lambda: DataLoader(ConcatDataset(parts), batch_size=4, shuffle=True)
-    yield "custom-collate-workers", lambda: DataLoader(Keyed(24, "tuple"), batch_size=4, shuffle=True,
-                                                       num_workers=2, collate_fn=as_list)
+    yield (
+        "custom-collate-workers",
+        lambda: DataLoader(Keyed(24, "tuple"), batch_size=4, shuffle=True, num_workers=2, collate_fn=as_list),
+    )
 
 
 @pytest.mark.course
 @pytest.mark.parametrize("name, factory", list(legal_loaders()), ids=[n for n, _ in legal_loaders()])
-def test_no_probe_raises_on_any_legal_loader_and_only_the_users_problems_are_reported(name, factory,
-                                                                                       no_leaked_workers):
+def test_no_probe_raises_on_any_legal_loader_and_only_the_users_problems_are_reported(
+    name, factory, no_leaked_workers
+):
     report = doctor(factory, time_budget_s=6.0, probes=[p for p in PROBES if p != "speed"])
     own = {k: p["why"] for k, p in report.probes.items() if "cannot handle" in (p["why"] or "")}
     assert own == {}, own  # the doctor's own crash, said as "not run: ..."
@@ -755,7 +811,8 @@ def test_predicted_gain_follows_what_a_fetch_costs():
 
 @pytest.mark.course
 def test_a_latency_bound_loader_without_workers_is_a_warning_even_when_the_window_is_too_short(
-        no_leaked_workers):
+    no_leaked_workers,
+):
     # 1 s of budget: too short to measure a difference beyond noise, long enough to profile fetches
     report = doctor(ex.broken_too_few_workers, time_budget_s=1.0, probes=["speed"])
     found = next(f for f in report.findings if f.code == "speed.more_workers")
@@ -772,7 +829,8 @@ def test_data_loss_severity_depends_on_share_and_on_the_same_items_every_epoch(n
     assert same.figures["stream"]["same_lost_every_epoch"] is True
     other = doctor(ex.fixed_stream_batch_of_1, probes=["stream"])
     assert [(f.severity, f.code) for f in other.findings if f.code.startswith("iterable")] == [
-        ("info", "iterable.lost_items")]
+        ("info", "iterable.lost_items")
+    ]
     assert other.figures["stream"]["same_lost_every_epoch"] is False
 
 
@@ -785,9 +843,15 @@ def test_set_epoch_is_a_note_with_the_recipe_since_the_loop_is_not_seen():
 
 
 def test_located_failures_name_the_index_the_length_and_the_conversion():
-    text = {name: str(doctor(getattr(ex, name), probes=["samples", "collate"]))
-            for name in ("broken_corrupt_sample", "broken_len_too_long", "broken_pil_images",
-                         "broken_none_sample")}
+    text = {
+        name: str(doctor(getattr(ex, name), probes=["samples", "collate"]))
+        for name in (
+            "broken_corrupt_sample",
+            "broken_len_too_long",
+            "broken_pil_images",
+            "broken_none_sample",
+        )
+    }
     assert "sample 137 raises OSError: image file is truncated" in text["broken_corrupt_sample"]
     assert "__len__ says 64 but indices 50 to 63 raise IndexError" in text["broken_len_too_long"]
     assert "PIL.Image.Image (sample[0])" in text["broken_pil_images"]
@@ -881,8 +945,10 @@ def test_threads_are_judged_by_the_threads_that_work_not_by_the_pools_configured
     if usable_cores() < 2:
         pytest.skip("not measured here: 1 usable core")
     code = "workers.threads_oversubscribed"
-    undone = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2, worker_init_fn=two_torch_threads),
-                 probes=["threads"])
+    undone = run(
+        DataLoader(TorchProducts(), batch_size=8, num_workers=2, worker_init_fn=two_torch_threads),
+        probes=["threads"],
+    )
     assert code in undone.codes(), undone.figures["threads"]
     kept = run(DataLoader(TorchProducts(), batch_size=8, num_workers=2), probes=["threads"])
     idle = run(DataLoader(PlainRows(), batch_size=8, num_workers=2), probes=["threads"])

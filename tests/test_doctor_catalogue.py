@@ -36,21 +36,46 @@ ELSEWHERE = {
     "distributed.no_set_epoch": "test_set_epoch_is_a_note_with_the_recipe_since_the_loop_is_not_seen",
 }
 AS_TYPED = "broken_read_only_array"  # the pair run in a fresh interpreter, `--json` as a user types it
-NEW_IN_V3 = ["broken_weights_per_class", "broken_too_few_workers", "broken_oversubscribed",
-             "broken_stream_batch_of_1", "broken_stream_length", "broken_read_only_array"]
-NEW_IN_V4 = ["broken_corrupt_sample", "broken_none_sample", "broken_len_too_long", "broken_pil_images",
-             "broken_float64_rows", "broken_batches_of_batches", "broken_threads_in_workers",
-             "broken_eval_transforms", "broken_sequential_drop_last"]  # + broken_hdf5_handle (h5py)
+NEW_IN_V3 = [
+    "broken_weights_per_class",
+    "broken_too_few_workers",
+    "broken_oversubscribed",
+    "broken_stream_batch_of_1",
+    "broken_stream_length",
+    "broken_read_only_array",
+]
+NEW_IN_V4 = [
+    "broken_corrupt_sample",
+    "broken_none_sample",
+    "broken_len_too_long",
+    "broken_pil_images",
+    "broken_float64_rows",
+    "broken_batches_of_batches",
+    "broken_threads_in_workers",
+    "broken_eval_transforms",
+    "broken_sequential_drop_last",
+]  # + broken_hdf5_handle (h5py)
 NAMED = {  # what the broken loader's report must say: the index, __len__, the conversion
-    "broken_corrupt_sample": "sample 137 raises OSError", "broken_none_sample": "sample 3 is None",
-    "broken_len_too_long": "__len__ says 64 but indices 50 to 63", "broken_pil_images": "PILToTensor()",
+    "broken_corrupt_sample": "sample 137 raises OSError",
+    "broken_none_sample": "sample 3 is None",
+    "broken_len_too_long": "__len__ says 64 but indices 50 to 63",
+    "broken_pil_images": "PILToTensor()",
 }
 
 
 def doctor_cli(name: str, options: list[str], as_json: bool = False) -> tuple[int, str, str]:
     """Run ``python -m loaderlab doctor loaderlab.doctor.catalogue:NAME --fail-on warning OPTIONS``."""
-    args = [sys.executable, "-m", "loaderlab", "doctor", f"{CATALOGUE}:{name}", "--fail-on", "warning",
-            *options, *(["--json"] if as_json else [])]
+    args = [
+        sys.executable,
+        "-m",
+        "loaderlab",
+        "doctor",
+        f"{CATALOGUE}:{name}",
+        "--fail-on",
+        "warning",
+        *options,
+        *(["--json"] if as_json else []),
+    ]
     env = {k: v for k, v in os.environ.items() if k != "LOADERLAB_TEST_MODE"}  # the bar a user sees
     done = subprocess.run(args, cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout, done.stderr
@@ -88,8 +113,10 @@ def test_broken_loader_exits_1_naming_its_finding_and_its_fix_exits_0(broken, no
     if broken == AS_TYPED:
         doctor_cli_run = doctor_cli
     else:
+
         def doctor_cli_run(name, options, as_json=False):
             return doctor_main(name, options, capfd, as_json)
+
     status, text, err = doctor_cli_run(broken, options, as_json=True)
     assert err == "", err  # --json shows no bar: stderr holds nothing at all
     report = json.loads(text)
@@ -123,8 +150,9 @@ def test_every_finding_code_is_triggered_by_a_test():
     tests = Path(__file__).with_name("test_doctor.py").read_text()
     for code, name in ELSEWHERE.items():  # the named test exists and asserts on its code
         assert f"def {name}(" in tests and f'"{code}"' in tests.split(f"def {name}(")[1].split("\ndef ")[0]
-    assert set(cat.BROKEN.values()) | set(ELSEWHERE) == set(FINDINGS) - ({"dataset.open_handle"} - set(
-        cat.BROKEN.values()))  # the HDF5 pair needs h5py
+    assert set(cat.BROKEN.values()) | set(ELSEWHERE) == set(FINDINGS) - (
+        {"dataset.open_handle"} - set(cat.BROKEN.values())
+    )  # the HDF5 pair needs h5py
     assert set(NEW_IN_V3 + NEW_IN_V4) <= set(cat.CATALOGUE) and len(cat.CATALOGUE) >= 32
 
 

@@ -71,8 +71,9 @@ def make_loader():
 """
 
 
-def RUN(timeout: int = 120, codes: tuple[int, ...] = (0,), says: str = "", module: str = "",
-        active: bool = True) -> tuple:
+def RUN(
+    timeout: int = 120, codes: tuple[int, ...] = (0,), says: str = "", module: str = "", active: bool = True
+) -> tuple:
     """Run as written; ``module``: run in a fresh folder holding ``module``.py (MY_MODULE);
     ``active=False``: in the shell of a user who has not installed yet (no .venv on PATH)."""
     return ("run", timeout, codes, says, module, active)
@@ -111,14 +112,18 @@ COMMANDS: dict[str, tuple] = {
         'd=$(mktemp -d) && python tools/course.py preflight --skip lab,loader --report "$d/preflight.json" '
         '--name "Your Name" && grep -q \'"student": "Your Name"\' "$d/preflight.json"',
         "the same report written to a temporary folder, without the two slow checks make preflight runs",
-        timeout=180),
+        timeout=180,
+    ),
     'py tools/course.py preflight --report preflight.json --name "Your Name"': DRY(
-        "Windows' launcher; the python form runs above"),
+        "Windows' launcher; the python form runs above"
+    ),
     "python3 tools/preflight.py --summarise reports/": VARIANT(
         'd=$(mktemp -d) && mkdir "$d/reports" && python3 tools/preflight.py --skip lab,loader --report '
         '"$d/reports/a.json" --name A && cd "$d" && '
         'python3 "$OLDPWD/tools/preflight.py" --summarise reports/ | grep -q "1 of 1 ready"',
-        "a folder of one report written first", timeout=180),
+        "a folder of one report written first",
+        timeout=180,
+    ),
     "python3 tools/course.py --help": RUN(timeout=30, says="commands:"),
     "python3 tools/course.py lab": DRY(SERVER),
     "py tools/course.py lab": DRY(SERVER),
@@ -157,9 +162,11 @@ COMMANDS: dict[str, tuple] = {
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),
     "make soak N=3 LOAD=1": DRY(SUITE + " three times"),
     ".venv/bin/python -m pytest tests/test_cores.py": RUN(timeout=120),
-    "python -m pytest": VARIANT("python -m pytest --collect-only -q -p no:cacheprovider",
-                                "the check tier (make check runs it): collecting shows what it selects",
-                                timeout=180),
+    "python -m pytest": VARIANT(
+        "python -m pytest --collect-only -q -p no:cacheprovider",
+        "the check tier (make check runs it): collecting shows what it selects",
+        timeout=180,
+    ),
     "python -m tools.soak --help": RUN(timeout=60, says="usage"),
     # the doctor, the grader, the cheat sheet
     "python -m loaderlab doctor my_module:make_loader": RUN(timeout=180, module="my_module"),

@@ -76,5 +76,3 @@ def test_metadata_list_and_array_hold_the_same_rows():
     assert len(rows[3]) == len(arr[3]) == 32 and arr[3].decode() == rows[3]
     with pytest.raises(TypeError, match="rows"):
         data.metadata_array("not a list")
-
-

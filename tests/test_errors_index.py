@@ -22,8 +22,13 @@ LINK = re.compile(r"\]\(\.\./notebooks/([^)#]+\.ipynb)(?:#([^()\s]*(?:\([^)]*\)[
 
 def headings(notebook: str) -> set[str]:
     cells = nbformat.read(ROOT / "notebooks" / notebook, as_version=4).cells
-    return {anchor(line) for cell in cells if cell.cell_type == "markdown"
-            for line in cell.source.splitlines() if line.startswith("## ")}
+    return {
+        anchor(line)
+        for cell in cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("## ")
+    }
 
 
 def test_the_index_holds_at_least_20_messages_each_with_a_section_and_a_fix():
@@ -33,14 +38,25 @@ def test_the_index_holds_at_least_20_messages_each_with_a_section_and_a_fix():
         assert LINK.search(where), f"no notebook link for: {message}"
         assert len(fix.split()) >= 5, f"no fix for: {message}"
     text = "\n".join(message for message, _, _ in entries)
-    for wanted in ("Too many open files", "Bus error", "No space left on device",
-                   "is killed by signal: Killed", "exited unexpectedly", "Can't pickle local object",
-                   "Can't get attribute", "stack expects each tensor to be equal size",
-                   "found <class 'NoneType'>", "received 0 items of ancdata", "DataLoader timed out after",
-                   "Expected more than 1 value per channel when training",
-                   "sampler option is mutually exclusive with shuffle", "cannot pickle '_io.BufferedReader'",
-                   "expected unspecified shuffle option", "Cannot re-initialize CUDA in forked subprocess",
-                   "Pin memory thread exited unexpectedly"):
+    for wanted in (
+        "Too many open files",
+        "Bus error",
+        "No space left on device",
+        "is killed by signal: Killed",
+        "exited unexpectedly",
+        "Can't pickle local object",
+        "Can't get attribute",
+        "stack expects each tensor to be equal size",
+        "found <class 'NoneType'>",
+        "received 0 items of ancdata",
+        "DataLoader timed out after",
+        "Expected more than 1 value per channel when training",
+        "sampler option is mutually exclusive with shuffle",
+        "cannot pickle '_io.BufferedReader'",
+        "expected unspecified shuffle option",
+        "Cannot re-initialize CUDA in forked subprocess",
+        "Pin memory thread exited unexpectedly",
+    ):
         assert wanted in text, f"docs/errors.md has no entry for {wanted!r}"
 
 
@@ -54,7 +70,8 @@ def test_every_link_names_a_notebook_and_a_heading_that_exist():
         assert (ROOT / "notebooks" / notebook).exists(), f"docs/errors.md links {notebook}: no such notebook"
         if section:
             assert section in headings(notebook), (
-                f"docs/errors.md links {notebook}#{section}: no such heading ({sorted(headings(notebook))})")
+                f"docs/errors.md links {notebook}#{section}: no such heading ({sorted(headings(notebook))})"
+            )
 
 
 def test_the_readme_links_the_index_from_where_to_go_next_and_troubleshooting():

@@ -16,12 +16,16 @@ from loaderlab.failures import (
 
 
 def test_readable_strips_paths_and_pids():
-    text = ('File "/home/me/venv/lib/python3.11/site-packages/torch/utils/data/fetch.py", line 5\n'
-            'File "/work/x/loaderlab/failures.py", line 9\nFile "/usr/lib/python3.11/queue.py"\n'
-            "DataLoader worker (pid(s) 123, 456) exited; worker (pid 789) is killed")
-    assert readable(text) == ('File "torch/utils/data/fetch.py", line 5\n'
-                              'File "loaderlab/failures.py", line 9\nFile "queue.py"\n'
-                              "DataLoader worker (pid(s) N) exited; worker (pid N) is killed")
+    text = (
+        'File "/home/me/venv/lib/python3.11/site-packages/torch/utils/data/fetch.py", line 5\n'
+        'File "/work/x/loaderlab/failures.py", line 9\nFile "/usr/lib/python3.11/queue.py"\n'
+        "DataLoader worker (pid(s) 123, 456) exited; worker (pid 789) is killed"
+    )
+    assert readable(text) == (
+        'File "torch/utils/data/fetch.py", line 5\n'
+        'File "loaderlab/failures.py", line 9\nFile "queue.py"\n'
+        "DataLoader worker (pid(s) N) exited; worker (pid N) is killed"
+    )
     with pytest.raises(TypeError, match="text"):
         readable(3)
 
@@ -29,6 +33,7 @@ def test_readable_strips_paths_and_pids():
 def test_source_line_points_at_the_text():
     line = source_line(CrashingDataset._fail, "raise ValueError")
     import inspect
+
     lines, start = inspect.getsourcelines(CrashingDataset._fail)
     assert "raise ValueError" in lines[line - start]
     with pytest.raises(ValueError, match="not found"):
@@ -65,14 +70,12 @@ def test_worker_exceptions_keep_the_traceback_text(no_leaked_workers):
     outcome = consume(loader)
     assert outcome.error_type == "ValueError"
     assert f'File "loaderlab/failures.py", line {line}, in _fail' in outcome.error
-    custom = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="custom"), batch_size=4,
-                                num_workers=2))
+    custom = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="custom"), batch_size=4, num_workers=2))
     assert custom.error_type == "RuntimeError" and "Caught FetchError" in custom.error
 
 
 def test_killed_worker_is_reported_by_signal(no_leaked_workers):
-    outcome = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="kill"), batch_size=4,
-                                 num_workers=2))
+    outcome = consume(DataLoader(CrashingDataset(n=16, fail_at=5, mode="kill"), batch_size=4, num_workers=2))
     # the SIGCHLD handler raises where the main process is: waiting for a batch, _try_get_data
     # re-raises it as "exited unexpectedly" from it; elsewhere it arrives as is (seen in CI)
     if outcome.cause is None:
@@ -83,10 +86,12 @@ def test_killed_worker_is_reported_by_signal(no_leaked_workers):
 
 
 def test_stack_frames_picks_the_worker_loop_thread():
-    dump = ('Thread 0x00007f (most recent call first):\n  File "/x/threading.py", line 320 in wait\n\n'
-            'Current thread 0x00007e (most recent call first):\n'
-            '  File "/x/loaderlab/failures.py", line 114 in __getitem__\n'
-            '  File "/x/torch/utils/data/_utils/worker.py", line 374 in _worker_loop\n')
+    dump = (
+        'Thread 0x00007f (most recent call first):\n  File "/x/threading.py", line 320 in wait\n\n'
+        "Current thread 0x00007e (most recent call first):\n"
+        '  File "/x/loaderlab/failures.py", line 114 in __getitem__\n'
+        '  File "/x/torch/utils/data/_utils/worker.py", line 374 in _worker_loop\n'
+    )
     assert stack_frames(dump) == ["failures.py:114 in __getitem__", "worker.py:374 in _worker_loop"]
     assert stack_frames("nothing here") == []
 

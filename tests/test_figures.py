@@ -26,7 +26,8 @@ NUMBER = r"\d{1,3}(?:[,  ]\d{3})+|\d+(?:\.\d+)?"  # 10 000, 2,000, 16.7
 FIGURE = re.compile(
     rf"(?<![\w.,])(?P<ratio>{NUMBER})\s?(?:×|x(?!\w))(?!\s?[\d(])"  # 16.7×, not 8 × (2 + 1)
     rf"|(?<![\w.,])(?P<count>{NUMBER}) of (?P<total>{NUMBER})(?![\d.])"
-    rf"|(?<![\w.,])(?P<share>{NUMBER})\s?%")
+    rf"|(?<![\w.,])(?P<share>{NUMBER})\s?%"
+)
 NOT_MEASURED = re.compile(r"(?:[≥≤<>≈~]|\babout|\bAbout|\bat least|\bat most|\bup to)\s*$")
 # (file, figure as normalised below, why it is not a measurement)
 ALLOWED = [
@@ -47,7 +48,7 @@ def figures(text: str) -> list[tuple[str, int]]:
     """(normalised figure, offset) of each measured-looking figure in ``text``."""
     found = []
     for m in FIGURE.finditer(text):
-        if NOT_MEASURED.search(text[max(0, m.start() - 12):m.start()]):
+        if NOT_MEASURED.search(text[max(0, m.start() - 12) : m.start()]):
             continue
         if m["ratio"]:
             found.append((f"{number(m['ratio'])}×", m.start()))
@@ -96,8 +97,9 @@ def quoted(doc: str) -> list[tuple[int, str, str, set[str] | None]]:
 
 
 def test_figures_are_recognised():
-    text = ("15.3x alone, 2.0× stepped; 47 of 64 wrong; 2,000 of 10,000; 36 % and 8%; ≥ 1.3× bound; "
-            "8 × (2 + 1)")
+    text = (
+        "15.3x alone, 2.0× stepped; 47 of 64 wrong; 2,000 of 10,000; 36 % and 8%; ≥ 1.3× bound; 8 × (2 + 1)"
+    )
     assert [f for f, _ in figures(text)] == ["15.3×", "2×", "47 of 64", "2000 of 10000", "36%", "8%"]
 
 
@@ -110,8 +112,10 @@ def test_every_quoted_figure_is_in_a_stored_output():
             if figure not in printed and (doc, figure) not in allowed:
                 where = f"notebooks {', '.join(sorted(scope))}" if scope else "any notebook"
                 missing.append(f"{doc}:{n}: {figure!r}, not printed by {where}, in: {line[:150]}")
-    assert not missing, (f"{len(missing)} quoted figures appear in no notebook's stored output (print "
-                         f"them, regenerate, or correct the doc):\n" + "\n".join(missing))
+    assert not missing, (
+        f"{len(missing)} quoted figures appear in no notebook's stored output (print "
+        f"them, regenerate, or correct the doc):\n" + "\n".join(missing)
+    )
 
 
 def test_the_allowlist_is_small_and_used():

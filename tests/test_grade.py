@@ -121,12 +121,16 @@ def _submissions(folder: Path) -> None:
     (folder / JOE / "submission.ipynb").write_text("not json")  # the other student's upload broke
     (folder / CANVAS).write_text('{"cells": [')  # Canvas's name for a late, truncated upload
     nbformat.write(lab, folder / "untouched.ipynb")
-    nbformat.write(_edit(answer, "return self.features[index]", "return self.features[index]]"),
-                   folder / "syntax.ipynb")
+    nbformat.write(
+        _edit(answer, "return self.features[index]", "return self.features[index]]"), folder / "syntax.ipynb"
+    )
     cheat = _edit(answer, "sampler=sampler)", "shuffle=True)")  # wrong: a new order
     cheat.cells = [c for c in cheat.cells if "check_loop_to_loader(make_loader)" not in c.source]
-    cheat.cells.append(nbformat.v4.new_code_cell(
-        'check_loop_to_loader = lambda f: print("✅ fine")\nprint("✅ same batches")'))
+    cheat.cells.append(
+        nbformat.v4.new_code_cell(
+            'check_loop_to_loader = lambda f: print("✅ fine")\nprint("✅ same batches")'
+        )
+    )
     nbformat.write(cheat, folder / "checks_deleted.ipynb")
     nbformat.write(_stub_with(REPLACES_CHECKER), folder / "replaces_checker.ipynb")
     nbformat.write(_stub_with(PRINTS_VERDICT), folder / "prints_verdict.ipynb")
@@ -138,8 +142,11 @@ def _submissions(folder: Path) -> None:
     loop = _edit(answer, "    return DataLoader(", "    while True:\n        pass\n    return DataLoader(")
     nbformat.write(loop, folder.parent / "loops.ipynb")
     parts = nbformat.read(ROOT / "solutions" / "05_pad_collate_and_buckets.ipynb", as_version=4)
-    parts = _edit(parts, "    rng = random.Random(seed * 1_000_003 + epoch)",
-                  '    raise NotImplementedError("your code here")')  # part 2 left a stub
+    parts = _edit(
+        parts,
+        "    rng = random.Random(seed * 1_000_003 + epoch)",
+        '    raise NotImplementedError("your code here")',
+    )  # part 2 left a stub
     nbformat.write(parts, folder.parent / "parts.ipynb")  # no metadata: graded with --lab 05
 
 
@@ -166,11 +173,13 @@ def graded(tmp_path_factory):
         status = grade.main([str(folder), "--csv", str(base / "grades.csv"), "--timeout", "120"])
         seconds = time.monotonic() - start
         start = time.monotonic()
-        loop_status = grade.main([str(base / "loops.ipynb"), "--csv", str(base / "loop.csv"),
-                                  "--timeout", str(LOOP_TIMEOUT)])
+        loop_status = grade.main(
+            [str(base / "loops.ipynb"), "--csv", str(base / "loop.csv"), "--timeout", str(LOOP_TIMEOUT)]
+        )
         loop_seconds = time.monotonic() - start
-        parts_status = grade.main([str(base / "parts.ipynb"), "--csv", str(base / "parts.csv"),
-                                   "--lab", "05"])
+        parts_status = grade.main(
+            [str(base / "parts.ipynb"), "--csv", str(base / "parts.csv"), "--lab", "05"]
+        )
     finally:
         tempfile.tempdir = saved
     new_children = [p for p in psutil.Process().children(recursive=True) if p.pid not in children]
@@ -183,10 +192,21 @@ def graded(tmp_path_factory):
     with open(base / "parts.csv", newline="", encoding="utf-8") as f:
         parts_row = next(csv.DictReader(f))
     feedback = {p.name: p.read_text(encoding="utf-8") for p in (base / "feedback").iterdir()}
-    return dict(status=status, loop_status=loop_status, parts_status=parts_status, header=header,
-                rows=rows, loop=loop_row, parts=parts_row, seconds=seconds, loop_seconds=loop_seconds,
-                leftovers=_leftovers(work), new_children=new_children, feedback=feedback,
-                summary=(base / "grades_summary.txt").read_text(encoding="utf-8"))
+    return dict(
+        status=status,
+        loop_status=loop_status,
+        parts_status=parts_status,
+        header=header,
+        rows=rows,
+        loop=loop_row,
+        parts=parts_row,
+        seconds=seconds,
+        loop_seconds=loop_seconds,
+        leftovers=_leftovers(work),
+        new_children=new_children,
+        feedback=feedback,
+        summary=(base / "grades_summary.txt").read_text(encoding="utf-8"),
+    )
 
 
 @pytest.mark.course
@@ -315,14 +335,17 @@ def test_no_process_is_left_behind(graded):
     assert [p for p in graded["new_children"] if p.is_running()] == []
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["missing.ipynb", "--csv", "g.csv"], "no such file"),
-    (["ok.ipynb", "--csv", "g.csv", "--lab", "99"], "--lab 99: no such lab"),
-    (["ok.ipynb", "--csv", "g.csv", "--timeout", "soon"], "--timeout must be a number"),
-    (["ok.ipynb", "--csv", "g.csv", "--timeout", "0"], "--timeout must be > 0"),
-    (["ok.ipynb"], "--csv"),
-    (["ok.ipynb", "--csv", "nowhere/g.csv"], "writable folder"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["missing.ipynb", "--csv", "g.csv"], "no such file"),
+        (["ok.ipynb", "--csv", "g.csv", "--lab", "99"], "--lab 99: no such lab"),
+        (["ok.ipynb", "--csv", "g.csv", "--timeout", "soon"], "--timeout must be a number"),
+        (["ok.ipynb", "--csv", "g.csv", "--timeout", "0"], "--timeout must be > 0"),
+        (["ok.ipynb"], "--csv"),
+        (["ok.ipynb", "--csv", "nowhere/g.csv"], "writable folder"),
+    ],
+)
 def test_a_usage_error_is_one_sentence_and_exit_2(tmp_path, monkeypatch, capsys, argv, says):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "junk.ipynb").write_text("these are not the notebooks you are looking for")
@@ -342,12 +365,16 @@ def test_a_missing_course_kernel_is_one_sentence_and_exit_2(tmp_path, monkeypatc
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "g.csv").exists()
 
 
-@pytest.mark.parametrize("command", [
-    "python tools/grade.py submissions/ --csv grades.csv",  # as issue 27 and docs/instructor.md type it
-    # as README.md types it; the same two Pythons again: the course tier
-    pytest.param("python tools/grade.py submissions/ --csv grades.csv --timeout 120",
-                 marks=pytest.mark.course),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python tools/grade.py submissions/ --csv grades.csv",  # as issue 27 and docs/instructor.md type it
+        # as README.md types it; the same two Pythons again: the course tier
+        pytest.param(
+            "python tools/grade.py submissions/ --csv grades.csv --timeout 120", marks=pytest.mark.course
+        ),
+    ],
+)
 def test_the_documented_command_runs_as_typed(tmp_path, command):
     """`python` here is the Python the course's .venv was made from, without the course's packages
     (-S: no site-packages), as an instructor's system Python is: the grader runs itself again

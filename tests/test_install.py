@@ -316,21 +316,38 @@ def test_an_install_leaves_compiling_to_every_core_at_once(tmp_path, monkeypatch
     assert len(calls) == 2 and all("--no-compile" in call for call in calls) and compiled == [True]
     monkeypatch.setattr(install.subprocess, "run", lambda argv, **k: ran.append(argv))
     compile_packages()
-    assert ran == [[sys.executable, "-m", "compileall", "-qq", "-j", "0",
-                    *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]]
+    assert ran == [
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-qq",
+            "-j",
+            "0",
+            *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}),
+        ]
+    ]
 
 
-@pytest.mark.parametrize("wheel, platform, python, fits", [
-    ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.12", True),
-    ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.13", False),  # another Python
-    ("torch-2.13.0-cp312-cp312-win_amd64.whl", "macos-arm64", "3.12", False),  # another platform
-    ("torch-2.13.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", True),
-    ("torch-2.12.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", False),  # not the pinned version
-    ("psutil-7.2.2-cp36-abi3-win_amd64.whl", "windows-amd64", "3.13", True),  # the stable ABI
-    ("tqdm-4.70.1-py3-none-any.whl", "linux-x86_64", "3.11", True),  # pure Python: every laptop
-    ("debugpy-1.8.22-cp312-cp312-macosx_15_0_universal2.whl", "macos-arm64", "3.12", True),
-    ("numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", "linux-x86_64", "3.11", True),
-])
+@pytest.mark.parametrize(
+    "wheel, platform, python, fits",
+    [
+        ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.12", True),
+        ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.13", False),  # another Python
+        ("torch-2.13.0-cp312-cp312-win_amd64.whl", "macos-arm64", "3.12", False),  # another platform
+        ("torch-2.13.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", True),
+        ("torch-2.12.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", False),  # not the pinned version
+        ("psutil-7.2.2-cp36-abi3-win_amd64.whl", "windows-amd64", "3.13", True),  # the stable ABI
+        ("tqdm-4.70.1-py3-none-any.whl", "linux-x86_64", "3.11", True),  # pure Python: every laptop
+        ("debugpy-1.8.22-cp312-cp312-macosx_15_0_universal2.whl", "macos-arm64", "3.12", True),
+        (
+            "numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "linux-x86_64",
+            "3.11",
+            True,
+        ),
+    ],
+)
 def test_which_wheels_a_laptop_of_the_room_installs(wheel, platform, python, fits):
     pins = {"torch": "2.13.0", "psutil": "7.2.2", "tqdm": "4.70.1", "debugpy": "1.8.22", "numpy": "2.4.6"}
     assert install.wheel_fits(wheel, pins, platform, python) is fits
@@ -340,7 +357,7 @@ def test_the_room_wheelhouse_asks_pip_for_binary_wheels_of_each_platform():
     options = install.target_options("windows-amd64", "3.13")
     assert options[:3] == ["--only-binary=:all:", "--platform", "win_amd64"]
     assert "--python-version" in options and options[options.index("--python-version") + 1] == "3.13"
-    assert ["--abi", "cp313"] == options[options.index("--abi"):options.index("--abi") + 2]
+    assert ["--abi", "cp313"] == options[options.index("--abi") : options.index("--abi") + 2]
     mac = install.target_options("macos-arm64", "3.11")
     assert "macosx_14_0_arm64" in mac and "macosx_15_0_universal2" in mac
 
@@ -352,9 +369,11 @@ def test_an_unknown_platform_or_python_is_one_line(capsys):
 
 
 @pytest.mark.release
-@pytest.mark.skipif(not os.environ.get("LOADERLAB_ROOM_WHEELHOUSE"),
-                    reason="set LOADERLAB_ROOM_WHEELHOUSE to a folder `make wheelhouse` filled with "
-                    "--platforms all (about 2 GB to download)")
+@pytest.mark.skipif(
+    not os.environ.get("LOADERLAB_ROOM_WHEELHOUSE"),
+    reason="set LOADERLAB_ROOM_WHEELHOUSE to a folder `make wheelhouse` filled with "
+    "--platforms all (about 2 GB to download)",
+)
 @pytest.mark.parametrize("platform", ["linux-x86_64", "macos-arm64", "windows-amd64"])
 @pytest.mark.parametrize("python", ["3.11", "3.12", "3.13"])
 def test_the_room_wheelhouse_resolves_every_laptop_with_no_network(platform, python):

@@ -53,7 +53,8 @@ def test_schedule_times_add_up_within_its_length(title):
     for (start, minutes, what), (next_start, _, _) in zip(rows, rows[1:], strict=False):
         assert start + minutes == next_start, (
             f"'{title}': '{what[:40]}' starts at {start} min and lasts {minutes}, "
-            f"but the next row starts at {next_start}")
+            f"but the next row starts at {next_start}"
+        )
     total = sum(minutes for _, minutes, _ in rows)
     assert total <= length, f"'{title}' adds up to {total} min, more than its {length}"
     whats = " ".join(what for _, _, what in rows)
@@ -69,7 +70,8 @@ def test_each_lab_slot_is_at_least_its_header_time(title):
             solve = SOLVE.search(header)
             assert solve, f"{match.group(2)}'s header gives no 'about N min to solve'"
             assert minutes >= int(solve.group(1)), (
-                f"'{title}': Lab {match.group(1)} gets {minutes} min, its header says {solve.group(1)}")
+                f"'{title}': Lab {match.group(1)} gets {minutes} min, its header says {solve.group(1)}"
+            )
 
 
 CARD = re.compile(r"^### Slot · Notebook (\d\d) \(", re.M)
@@ -105,8 +107,12 @@ def test_every_schedule_starts_with_15_to_20_minutes_of_install_triage(title):
 
 def test_the_guide_has_triage_helpers_timing_failures_and_a_survey():
     text = GUIDE.read_text()
-    for heading in ("## Install triage", "## Helpers and sticky notes",
-                    "## When a timing assertion fails on a busy laptop", "## The survey"):
+    for heading in (
+        "## Install triage",
+        "## Helpers and sticky notes",
+        "## When a timing assertion fails on a busy laptop",
+        "## The survey",
+    ):
         assert re.search(rf"^{re.escape(heading)}", text, re.M), f"docs/instructor.md lacks '{heading}'"
 
 

@@ -112,15 +112,21 @@ def test_lab_stubs_run_only_inside_checkers(path):
                 attr = func.attr if isinstance(func, ast.Attribute) else None
                 assert name not in callables and attr not in methods, (
                     f"{path.name}: a cell calls the stub {name or attr}() itself: the lab would stop "
-                    "with a traceback; pass it to the checker instead")
+                    "with a traceback; pass it to the checker instead"
+                )
     checkers = _checkers(trees)
     wrapped = checker(lambda candidate: "").__code__
-    calls = [node.func.id for tree in trees for node in _top_level(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in checkers]
+    calls = [
+        node.func.id
+        for tree in trees
+        for node in _top_level(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in checkers
+    ]
     assert calls, f"{path.name}: no checker runs"
     for name in calls:
         assert getattr(checkers[name], "__code__", None) is wrapped, (
-            f"{path.name}: {name} is not wrapped by loaderlab.checks.report.checker (⏳ for a stub)")
+            f"{path.name}: {name} is not wrapped by loaderlab.checks.report.checker (⏳ for a stub)"
+        )
 
 
 @pytest.mark.skipif(not LABS, reason="no labs yet")
@@ -134,12 +140,18 @@ def test_a_lab_imports_its_checker_and_scaffolding_one_way_from_its_own_modules(
     reached = set()
     for tree in trees:
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 if name.startswith(("loaderlab.checks", "loaderlab.labs")):
                     assert isinstance(node, ast.ImportFrom) and name in own, (
-                        f"{path.name} line {node.lineno}: `{name}`; a lab imports only from {sorted(own)}")
+                        f"{path.name} line {node.lineno}: `{name}`; a lab imports only from {sorted(own)}"
+                    )
                     reached.add(name)
     assert f"loaderlab.checks.lab{lab}" in reached, f"{path.name} does not import its checker"
 

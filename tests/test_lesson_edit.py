@@ -36,9 +36,10 @@ def cells_up_to_the_import(path: Path) -> tuple[list[str], int]:
     list) of the cell that writes lesson04_image_files.py."""
     sources = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     write = next(i for i, s in enumerate(sources) if s.startswith("%%writefile lesson04_image_files.py\n"))
-    load = next(i for i, s in enumerate(sources)
-                if i > write and s.startswith("from lesson04_image_files import"))
-    return sources[:load + 1], write
+    load = next(
+        i for i, s in enumerate(sources) if i > write and s.startswith("from lesson04_image_files import")
+    )
+    return sources[: load + 1], write
 
 
 def run(client, code: str) -> str:
@@ -63,8 +64,9 @@ def batch_line(text: str) -> list[str]:
 # under spawn a release check (make test-spawn): 20 s of spawned workers
 @pytest.mark.course
 @pytest.mark.parametrize("method", ["fork", pytest.param("spawn", marks=pytest.mark.spawn)])
-def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(method, tmp_path,
-                                                                           no_leaked_workers):
+def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(
+    method, tmp_path, no_leaked_workers
+):
     cells, write = cells_up_to_the_import(NOTEBOOK)
     folder = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", folder, ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
@@ -78,7 +80,8 @@ def test_editing_the_dataset_cell_changes_the_next_batch_without_a_restart(metho
         edited = cells[write]
         for old, new in EDITS.items():
             assert old in edited, (
-                f"04's %%writefile lesson04_image_files.py cell no longer contains {old!r}: update EDITS")
+                f"04's %%writefile lesson04_image_files.py cell no longer contains {old!r}: update EDITS"
+            )
             edited = edited.replace(old, new)
         run(client, edited)
         run(client, cells[write + 1])

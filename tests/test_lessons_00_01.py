@@ -31,10 +31,14 @@ def test_slow_dataset_waits_per_sample_and_returns_the_index():
 def test_who_fetches_names_the_main_process_and_the_workers(no_leaked_workers):
     lesson00_who_fetches = lesson("lesson00_who_fetches")
     assert lesson00_who_fetches.WhoFetches(4)[2] == (2, os.getpid(), -1)
-    loader = DataLoader(lesson00_who_fetches.WhoFetches(4), batch_size=2, num_workers=2,
-                        multiprocessing_context="fork")
-    rows = [(i, pid, w) for idx, pids, ws in loader
-            for i, pid, w in zip(idx.tolist(), pids.tolist(), ws.tolist(), strict=True)]
+    loader = DataLoader(
+        lesson00_who_fetches.WhoFetches(4), batch_size=2, num_workers=2, multiprocessing_context="fork"
+    )
+    rows = [
+        (i, pid, w)
+        for idx, pids, ws in loader
+        for i, pid, w in zip(idx.tolist(), pids.tolist(), ws.tolist(), strict=True)
+    ]
     assert [w for _, _, w in rows] == [0, 0, 1, 1]
     assert len({pid for _, pid, _ in rows}) == 2 and os.getpid() not in {pid for _, pid, _ in rows}
 

@@ -35,15 +35,21 @@ def test_batches_in_flight_stops_spawned_workers_before_they_start(tmp_path, mon
     # a spawned worker imports torch (about a second) before worker_init_fn runs: stopped at
     # once, none gets that far; waited for, every one would
     monkeypatch.setenv("LESSON03_STARTED", str(tmp_path))
-    loader = DataLoader(TensorDataset(torch.arange(16.0)), batch_size=2, num_workers=2,
-                        worker_init_fn=_mark_started, multiprocessing_context="spawn")
+    loader = DataLoader(
+        TensorDataset(torch.arange(16.0)),
+        batch_size=2,
+        num_workers=2,
+        worker_init_fn=_mark_started,
+        multiprocessing_context="spawn",
+    )
     assert lesson("lesson03_in_flight").batches_in_flight(loader) == 4
     assert list(tmp_path.iterdir()) == []
 
 
 def test_batches_in_flight_leaves_a_persistent_loader_usable(no_leaked_workers):
-    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=2,
-                        persistent_workers=True)
+    loader = DataLoader(
+        TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=2, persistent_workers=True
+    )
     assert lesson("lesson03_in_flight").batches_in_flight(loader) == 4
     assert torch.cat([xb for (xb,) in loader]).tolist() == list(range(8))  # a whole epoch after
     del loader  # its persistent workers exit

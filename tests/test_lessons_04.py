@@ -45,8 +45,13 @@ def test_cached_images_keep_three_tensors_and_reach_forkserver_workers(monkeypat
     xb, yb = zip(*loader, strict=True)
     assert torch.equal(torch.cat(xb)[:, 0, 0, 0], torch.arange(300.0))
     with pytest.raises(ValueError, match="too many fds"):
-        next(iter(DataLoader(DictCache(samples), batch_size=100, num_workers=1,
-                             multiprocessing_context="forkserver")))
+        next(
+            iter(
+                DataLoader(
+                    DictCache(samples), batch_size=100, num_workers=1, multiprocessing_context="forkserver"
+                )
+            )
+        )
 
 
 def test_lazy_cache_fills_on_first_access_only():

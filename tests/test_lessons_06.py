@@ -62,10 +62,18 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
     probe = lesson("lesson06_unpickle_cost").UnpickleCost({"list": rows, "array": array, "small": [1, 2]})
     assert len(probe) == 1 and probe[0].tolist() == [0.0, 0.0, 0.0]
     # Unpickled in a fresh Python, as in a spawned worker (this process may reuse freed pages).
-    unpickle = ("import pickle, sys; sys.path.insert(0, 'notebooks'); "
-                "copy = pickle.loads(sys.stdin.buffer.read()); print(*copy[0].tolist())")
-    result = subprocess.run([sys.executable, "-c", unpickle], input=pickle.dumps(probe), cwd=ROOT,
-                            capture_output=True, timeout=120, check=True)
+    unpickle = (
+        "import pickle, sys; sys.path.insert(0, 'notebooks'); "
+        "copy = pickle.loads(sys.stdin.buffer.read()); print(*copy[0].tolist())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", unpickle],
+        input=pickle.dumps(probe),
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     list_mb, array_mb, small_mb = map(float, result.stdout.split())
     assert list_mb >= 0.5 * list_size_mb(rows)
     assert 15 <= array_mb <= 25
@@ -78,8 +86,13 @@ def test_unpickle_cost_measures_each_part_where_it_is_unpickled():
 def test_lesson_modules_import_without_loaderlab():
     """One fresh interpreter for the five (each costs a torch import); an import of loaderlab
     raises there, and the traceback names the module."""
-    names = ["lesson06_rows", "lesson06_writing_rows", "lesson06_gc_at_start", "lesson06_packed_rows",
-             "lesson06_unpickle_cost"]
+    names = [
+        "lesson06_rows",
+        "lesson06_writing_rows",
+        "lesson06_gc_at_start",
+        "lesson06_packed_rows",
+        "lesson06_unpickle_cost",
+    ]
     block = "import sys; sys.modules['loaderlab'] = None; sys.path.insert(0, 'notebooks')"
     code = f"{block}\nimport {', '.join(names)}"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)

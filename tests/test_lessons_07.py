@@ -56,10 +56,12 @@ def test_lazy_rng_is_keyed_on_the_worker_seed_so_a_main_process_draw_does_not_tr
 def test_the_snippet_is_the_lesson_class_for_numpy():
     lazy = (ROOT / "notebooks" / "lesson07_lazy_rng.py").read_text()
     snippet = (ROOT / "docs" / "snippets" / "worker_seeding.py").read_text()
-    for line in ("        seed = info.seed if info is not None else torch.initial_seed()",
-                 "        if seed != self.rng_seed:  # first draw in this worker (a new worker, a new seed)",
-                 "    def __getstate__(self):  # workers build their own generator: never send one",
-                 '        return {**self.__dict__, "rng": None, "rng_seed": None}'):
+    for line in (
+        "        seed = info.seed if info is not None else torch.initial_seed()",
+        "        if seed != self.rng_seed:  # first draw in this worker (a new worker, a new seed)",
+        "    def __getstate__(self):  # workers build their own generator: never send one",
+        '        return {**self.__dict__, "rng": None, "rng_seed": None}',
+    ):
         assert line in lazy and line in snippet, line
 
 
@@ -75,8 +77,9 @@ def test_one_epoch_each_returns_the_batches_or_the_error_as_text():
                 raise KeyError("sample 2")
             return torch.tensor(index)
 
-    report = one_epoch_each({"ok": DataLoader(list(range(4)), batch_size=2),
-                             "broken": DataLoader(Broken(), batch_size=2)})
+    report = one_epoch_each(
+        {"ok": DataLoader(list(range(4)), batch_size=2), "broken": DataLoader(Broken(), batch_size=2)}
+    )
     assert [b.tolist() for b in report["ok"]["batches"]] == [[0, 1], [2, 3]] and report["ok"]["error"] is None
     assert [b.tolist() for b in report["broken"]["batches"]] == [[0, 1]]
     assert report["broken"]["error"] == "KeyError: 'sample 2'"

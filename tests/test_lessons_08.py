@@ -38,9 +38,12 @@ def test_crashing_dataset_fails_only_at_its_index_and_never_kills_the_main_proce
 
 def test_run_loops_reports_batches_and_the_error_as_text():
     module = lesson("lesson08_crashing")
-    report = module.run_loops({"ok": DataLoader(module.CrashingDataset(n=8, fail_at=1), batch_size=4,
-                                                sampler=[4, 5, 6, 7]),
-                               "raise": DataLoader(module.CrashingDataset(n=8, fail_at=5), batch_size=4)})
+    report = module.run_loops(
+        {
+            "ok": DataLoader(module.CrashingDataset(n=8, fail_at=1), batch_size=4, sampler=[4, 5, 6, 7]),
+            "raise": DataLoader(module.CrashingDataset(n=8, fail_at=5), batch_size=4),
+        }
+    )
     assert report["ok"] == {"batches": 1, "error": None, "type": None, "cause": None}
     assert report["raise"]["batches"] == 1 and report["raise"]["type"] == "ValueError"
     assert report["raise"]["error"] == "ValueError: sample 5 is corrupt" and report["raise"]["cause"] is None

@@ -37,7 +37,8 @@ def test_worker_sharded_stream_delivers_every_item_once(n, num_workers, no_leake
 
 @pytest.mark.parametrize(("n", "world_size", "num_workers"), [(43, 2, 2), (13, 3, 2), (5, 2, 0), (3, 2, 3)])
 def test_rank_worker_sharded_stream_delivers_every_item_once_and_len_is_the_share(
-        n, world_size, num_workers, no_leaked_workers):
+    n, world_size, num_workers, no_leaked_workers
+):
     stream_class = lesson("lesson11_rank_shards").RankWorkerShardedStream
     seen = []
     for rank in range(world_size):

@@ -25,8 +25,12 @@ def test_record_files_read_right_in_the_main_process_and_lazily_in_forked_worker
     path = tmp_path / "records.bin"
     path.write_bytes(b"".join(b"%7d\n" % i for i in range(100)))
     assert [module.RecordFile(str(path), 16, decode_s=0)[i] for i in (3, 4, 9)] == [3, 4, 9]
-    loader = DataLoader(module.LazyRecordFile(str(path), 32, decode_s=0.001), batch_size=4, num_workers=2,
-                        multiprocessing_context="fork")
+    loader = DataLoader(
+        module.LazyRecordFile(str(path), 32, decode_s=0.001),
+        batch_size=4,
+        num_workers=2,
+        multiprocessing_context="fork",
+    )
     assert torch.cat(list(loader)).tolist() == list(range(32))
     with pytest.raises(TypeError, match="cannot pickle"):
         pickle.dumps(module.RecordFile(str(path), 16))

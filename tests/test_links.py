@@ -19,10 +19,14 @@ from tools import links
 def test_a_notebook_heading_has_jupyterlabs_anchor():
     cases = [
         ("4. Persistent workers and stale dataset state", "4.-Persistent-workers-and-stale-dataset-state"),
-        ("3. torch's own warning, and what extra workers cost",
-         "3.-torch's-own-warning,-and-what-extra-workers-cost"),
-        ("2. How many workers? Two kinds of slow `__getitem__`",
-         "2.-How-many-workers?-Two-kinds-of-slow-__getitem__"),
+        (
+            "3. torch's own warning, and what extra workers cost",
+            "3.-torch's-own-warning,-and-what-extra-workers-cost",
+        ),
+        (
+            "2. How many workers? Two kinds of slow `__getitem__`",
+            "2.-How-many-workers?-Two-kinds-of-slow-__getitem__",
+        ),
         ("5. `shuffle=True` is a `RandomSampler`", "5.-shuffle=True-is-a-RandomSampler"),
         ("1. **Bold** and a [link](x.md)", "1.-Bold-and-a-link"),
     ]
@@ -40,8 +44,11 @@ def test_a_broken_link_is_reported_with_the_closest_heading(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text("[ok](notebooks/a.ipynb#1.-Two-words)\n[gone](missing.md)\n")
-    cell = {"cell_type": "markdown", "metadata": {}, "source": ["# A\n", "## 1. Two words\n",
-                                                                 "[bad](#1-two-words)\n"]}
+    cell = {
+        "cell_type": "markdown",
+        "metadata": {},
+        "source": ["# A\n", "## 1. Two words\n", "[bad](#1-two-words)\n"],
+    }
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "notebooks" / "a.ipynb").write_text(json.dumps(notebook))
     found = links.broken(tmp_path)
@@ -52,8 +59,10 @@ def test_a_broken_link_is_reported_with_the_closest_heading(tmp_path):
 
 def test_every_link_in_notebooks_outputs_and_docs_resolves():
     found = links.broken()
-    assert not found, (f"{len(found)} links do not resolve where they are read "
-                       f"(file: (link) why; closest):\n" + "\n".join(found))
+    assert not found, (
+        f"{len(found)} links do not resolve where they are read "
+        f"(file: (link) why; closest):\n" + "\n".join(found)
+    )
 
 
 def test_the_site_rewrites_a_jupyterlab_anchor_into_the_id_it_gives_that_heading():
@@ -72,8 +81,11 @@ def test_the_site_rewrites_a_jupyterlab_anchor_into_the_id_it_gives_that_heading
         class file:
             src_path = "notebooks/12_start_methods.ipynb"
 
-    html = ('<a href="08_hangs_crashes_and_lifecycle.ipynb#4.-Persistent-workers-and-stale-dataset-state">'
-            '<a href="#2.-What-each-worker-receives"><a href="https://example.org/x#Keep-Me">')
+    html = (
+        '<a href="08_hangs_crashes_and_lifecycle.ipynb#4.-Persistent-workers-and-stale-dataset-state">'
+        '<a href="#2.-What-each-worker-receives"><a href="https://example.org/x#Keep-Me">'
+    )
     assert rewrite_links(html, Page) == (
         '<a href="08_hangs_crashes_and_lifecycle.html#4-persistent-workers-and-stale-dataset-state">'
-        '<a href="#2-what-each-worker-receives"><a href="https://example.org/x#Keep-Me">')
+        '<a href="#2-what-each-worker-receives"><a href="https://example.org/x#Keep-Me">'
+    )

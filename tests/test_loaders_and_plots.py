@@ -36,8 +36,9 @@ def _dataset():
 
 def test_rebuild_yields_the_same_batches_with_other_worker_counts(no_leaked_workers):
     def make():
-        return DataLoader(_dataset(), batch_size=6, shuffle=True, drop_last=True,
-                          generator=torch.Generator().manual_seed(0))
+        return DataLoader(
+            _dataset(), batch_size=6, shuffle=True, drop_last=True, generator=torch.Generator().manual_seed(0)
+        )
 
     assert same_batches(rebuild(make(), num_workers=2), make())
     assert len(rebuild(make())) == len(make()) == 3
@@ -48,8 +49,9 @@ def test_rebuild_handles_unbatched_and_iterable_loaders(no_leaked_workers):
     assert same_batches(rebuild(unbatched), unbatched)
     stream = DataLoader(Stream(), batch_size=4, drop_last=True)
     assert [b.tolist() for b in rebuild(stream)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    persistent = DataLoader(_dataset(), batch_size=5, num_workers=1, persistent_workers=True,
-                            prefetch_factor=3)
+    persistent = DataLoader(
+        _dataset(), batch_size=5, num_workers=1, persistent_workers=True, prefetch_factor=3
+    )
     assert rebuild(persistent, num_workers=0).prefetch_factor is None
 
 
@@ -116,7 +118,8 @@ def test_killing_workers_does_not_hang_on_the_done_events_lock_a_dead_process_he
     iterator = iter(DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2))
     next(iterator)
     holder = multiprocessing.get_context("fork").Process(
-        target=_die_holding_the_lock, args=(iterator._workers_done_event,))
+        target=_die_holding_the_lock, args=(iterator._workers_done_event,)
+    )
     holder.start()
     holder.join(10)
     assert holder.exitcode == 0

@@ -19,7 +19,8 @@ def test_every_notebook_and_solution_has_a_row_and_nothing_else_does():
     every = {p.relative_to(ROOT).as_posix() for p in machines.notebooks([])}
     assert set(table) == every, (
         f"docs/machines.md is stale (missing {sorted(every - set(table))}, "
-        f"extra {sorted(set(table) - every)}): run `make test-machines` (or tools/machines.py NOTEBOOK)")
+        f"extra {sorted(set(table) - every)}): run `make test-machines` (or tools/machines.py NOTEBOOK)"
+    )
 
 
 def test_the_columns_are_the_scripts_profiles_and_each_cell_a_result():
@@ -33,10 +34,14 @@ def test_the_columns_are_the_scripts_profiles_and_each_cell_a_result():
 
 def test_a_partial_run_updates_its_rows_and_keeps_the_others():
     col = machines.column(machines.PROFILES[0])
-    before = machines.render([col], {"notebooks/00_a.ipynb": {col: "✅ 9 s"},
-                                     "notebooks/01_b.ipynb": {col: "❌ x"}})
-    after = machines.update({"notebooks/01_b.ipynb": {col: "✅ 12 s"}}, before,
-                            ["notebooks/00_a.ipynb", "notebooks/01_b.ipynb", "solutions/01_b.ipynb"])
+    before = machines.render(
+        [col], {"notebooks/00_a.ipynb": {col: "✅ 9 s"}, "notebooks/01_b.ipynb": {col: "❌ x"}}
+    )
+    after = machines.update(
+        {"notebooks/01_b.ipynb": {col: "✅ 12 s"}},
+        before,
+        ["notebooks/00_a.ipynb", "notebooks/01_b.ipynb", "solutions/01_b.ipynb"],
+    )
     columns, table = machines.read_table(after)
     assert columns[: len(machines.PROFILES)] == [machines.column(p) for p in machines.PROFILES]
     assert table["notebooks/00_a.ipynb"][col] == "✅ 9 s"  # kept
@@ -53,8 +58,13 @@ def test_a_simulated_profile_shows_its_cpu_count_to_a_new_python():
     probe = "import os, psutil; print(os.cpu_count(), len(os.sched_getaffinity(0)), psutil.cpu_count())"
     for profile in machines.PROFILES:
         if profile.simulated_cpus:
-            out = subprocess.run([sys.executable, "-c", probe], env=machines.environment(profile),
-                                 capture_output=True, text=True, check=True).stdout.split()
+            out = subprocess.run(
+                [sys.executable, "-c", probe],
+                env=machines.environment(profile),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
             assert out == [str(profile.simulated_cpus)] * 3
 
 

@@ -127,8 +127,9 @@ def test_tracer_in_main_process_and_for_iterable_datasets(no_leaked_workers):
 def test_tracer_yields_the_same_batches_as_the_loader(no_leaked_workers):
     def make():
         g = torch.Generator().manual_seed(3)
-        return DataLoader(LatencyDataset(n=30, latency_s=0), batch_size=4, shuffle=True, generator=g,
-                          num_workers=2)
+        return DataLoader(
+            LatencyDataset(n=30, latency_s=0), batch_size=4, shuffle=True, generator=g, num_workers=2
+        )
 
     captured = []
     trace_timeline(make(), step=captured.append)
@@ -149,8 +150,9 @@ def test_tracer_lets_worker_init_fn_reach_the_users_dataset(no_leaked_workers):
         get_worker_info().dataset.tag = f"worker{worker_id}"
 
     captured = []
-    trace_timeline(DataLoader(Tagged(), batch_size=2, num_workers=1, worker_init_fn=init),
-                   step=captured.append)
+    trace_timeline(
+        DataLoader(Tagged(), batch_size=2, num_workers=1, worker_init_fn=init), step=captured.append
+    )
     assert captured == [["worker0", "worker0"], ["worker0", "worker0"]]
 
 
@@ -205,8 +207,9 @@ def test_instruments_reject_nonsense_with_a_message_naming_the_argument(call, er
 
 @pytest.mark.course
 def test_live_workers_sees_forkserver_workers_but_not_the_forkserver():
-    loader = DataLoader(LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2,
-                        multiprocessing_context="forkserver")
+    loader = DataLoader(
+        LatencyDataset(n=16, latency_s=0), batch_size=2, num_workers=2, multiprocessing_context="forkserver"
+    )
     it = iter(loader)
     next(it)
     assert len(live_workers()) == 2
@@ -219,8 +222,9 @@ def test_live_workers_sees_forkserver_workers_but_not_the_forkserver():
 
 def _watched_loop(tracer: loaderlab.Tracer) -> list[int]:
     """The loop notebook 03 writes, over 8 batches of 4 samples that take 4 x 5 ms each."""
-    loader = DataLoader(LatencyDataset(n=32, latency_s=0.005), batch_size=4, num_workers=2,
-                        collate_fn=tracer.collate)
+    loader = DataLoader(
+        LatencyDataset(n=32, latency_s=0.005), batch_size=4, num_workers=2, collate_fn=tracer.collate
+    )
     seen = []
     for xb, _yb in tracer.watch(loader):
         seen.append(len(xb))
@@ -258,8 +262,13 @@ def test_tracer_timeline_shows_idle_workers_waiting_for_indices(no_leaked_worker
     # fast loading, slow step: after the first 2 x 2 batches, a worker starts a batch only when
     # the main process has taken one and sent a new index, so bars begin after a receipt
     tracer = loaderlab.Tracer()
-    loader = DataLoader(LatencyDataset(n=40, latency_s=0.001), batch_size=2, num_workers=2,
-                        prefetch_factor=2, collate_fn=tracer.collate)
+    loader = DataLoader(
+        LatencyDataset(n=40, latency_s=0.001),
+        batch_size=2,
+        num_workers=2,
+        prefetch_factor=2,
+        collate_fn=tracer.collate,
+    )
     for _ in tracer.watch(loader):
         time.sleep(0.03)
     records = tracer.timeline.records
@@ -285,8 +294,12 @@ def test_tracer_without_its_collate_still_times_and_explains_the_timeline(no_lea
 @pytest.mark.course
 def test_tracer_stops_workers_when_the_loop_breaks_early(no_leaked_workers):
     tracer = loaderlab.Tracer()
-    loader = DataLoader(LatencyDataset(n=64, latency_s=0.001), batch_size=2, num_workers=2,
-                        collate_fn=tracer.collate_with(lambda samples: len(samples)))
+    loader = DataLoader(
+        LatencyDataset(n=64, latency_s=0.001),
+        batch_size=2,
+        num_workers=2,
+        collate_fn=tracer.collate_with(lambda samples: len(samples)),
+    )
     for i, size in enumerate(tracer.watch(loader)):
         assert size == 2
         if i == 2:
@@ -308,9 +321,13 @@ def test_others_cpu_counts_a_busy_program_outside_this_process_tree_but_not_our_
     import sys
 
     pid_file = tmp_path / "pid"
-    busy = [sys.executable, "-c", "import os, sys, time\n"
-            f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-            "end = time.time() + 3\nwhile time.time() < end: pass"]
+    busy = [
+        sys.executable,
+        "-c",
+        "import os, sys, time\n"
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "end = time.time() + 3\nwhile time.time() < end: pass",
+    ]
 
     def machine_busy() -> float:
         t = psutil.cpu_times()

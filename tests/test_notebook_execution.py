@@ -15,10 +15,17 @@ CONSTRUCTED = re.compile(r"(?<!class )\b\w*NotebookClient\(\s*\w")  # a call, no
 
 
 def test_every_runner_builds_its_client_in_execute_notebooks():
-    sources = [*ROOT.glob("tools/*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("loaderlab/**/*.py"),
-               ROOT / "conftest.py"]
-    found = [p.relative_to(ROOT).as_posix() for p in sources
-             if p.name != "test_notebook_execution.py" and CONSTRUCTED.search(p.read_text())]
+    sources = [
+        *ROOT.glob("tools/*.py"),
+        *ROOT.glob("tests/*.py"),
+        *ROOT.glob("loaderlab/**/*.py"),
+        ROOT / "conftest.py",
+    ]
+    found = [
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if p.name != "test_notebook_execution.py" and CONSTRUCTED.search(p.read_text())
+    ]
     assert found == [], f"these build a NotebookClient of their own: {found}"
     for runner in ("tools/grade.py", "tests/test_labs.py"):
         assert "from tools.execute_notebooks import" in (ROOT / runner).read_text(), runner
@@ -38,7 +45,9 @@ def test_client_takes_a_subclass_and_options_and_keeps_the_course_settings(tmp_p
 def test_a_failure_report_shows_what_the_failing_cell_printed():
     cell = nbformat.v4.new_code_cell("...")
     text = "helps: True\n\nstops: \x1b[31mFalse\n"
-    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text),
-                    nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=text),
+        nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[]),
+    ]
     assert execute_notebooks.printed(cell) == ["helps: True", "stops: False"]
     assert execute_notebooks.printed(cell, lines=1) == ["stops: False"]

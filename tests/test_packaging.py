@@ -26,9 +26,24 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-q", "-w", str(wheels), str(source)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("loaderlab-*.whl")
     in_wheel = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("loaderlab/")}
     assert _modules_in_tree() <= in_wheel, f"missing from the wheel: {sorted(_modules_in_tree() - in_wheel)}"
@@ -40,10 +55,28 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site = Path(subprocess.run([str(python), "-c", purelib],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-q",
-                    "--target", str(site), str(wheel)], check=True, capture_output=True, timeout=300)
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", purelib], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (site / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     script = textwrap.dedent(f"""
         import importlib, pkgutil, sys
@@ -53,8 +86,9 @@ def test_the_wheel_holds_every_module_and_imports_them_without_an_editable_insta
         outside = [n for n in names if not importlib.import_module(n).__file__.startswith({str(site)!r})]
         print(len(names), outside)
     """)
-    result = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     count, outside = result.stdout.split(maxsplit=1)
     assert int(count) == len(_modules_in_tree()) and outside.strip() == "[]", result.stdout

@@ -27,7 +27,8 @@ def test_the_kernel_pid_is_where_the_checked_versions_keep_it():
     assert all(versions[name] in CHECKED[name] for name in CHECKED), (
         f"{versions}: check that conftest.py's kernel_pid still finds the kernel's pid "
         f"(nbval's RunningKernel.km, KernelManager.provisioner, LocalProvisioner.pid), then add "
-        f"the versions to CHECKED")
+        f"the versions to CHECKED"
+    )
     assert "self.km" in inspect.getsource(nbval.kernel.RunningKernel.__init__)
     assert "provisioner" in KernelManager.__annotations__ and hasattr(LocalProvisioner, "pid")
 

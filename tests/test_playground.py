@@ -18,8 +18,9 @@ pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
 @pytest.mark.course
 def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
-    dataset = lesson("lesson18_samples").SyntheticSamples(n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05,
-                                                          slow_ms=30.0)
+    dataset = lesson("lesson18_samples").SyntheticSamples(
+        n=200, cpu_ms=3.0, io_ms=2.0, slow_rate=0.05, slow_ms=30.0
+    )
     slow = [i for i in range(200) if dataset.is_slow(i)]
     assert 5 <= len(slow) <= 15 and slow == [i for i in range(200) if dataset.is_slow(i)]
     fast = next(i for i in range(200) if not dataset.is_slow(i))
@@ -34,8 +35,10 @@ def test_samples_cost_their_cpu_and_io_and_the_slow_ones_are_fixed():
 def test_loader_call_and_build_loader_follow_the_settings():
     module = lesson("lesson18_settings")
     s = replace(module.PRESETS["spiky reads"], in_order=False, persistent_workers=False)
-    assert module.loader_call(s) == ("DataLoader(dataset, batch_size=8, num_workers=2, prefetch_factor=2, "
-                                     "persistent_workers=False, in_order=False)")
+    assert module.loader_call(s) == (
+        "DataLoader(dataset, batch_size=8, num_workers=2, prefetch_factor=2, "
+        "persistent_workers=False, in_order=False)"
+    )
     call = module.loader_call(module.PRESETS["in-memory tensors"])
     assert call == "DataLoader(dataset, batch_size=64, num_workers=0)"
     loader = module.build_loader(replace(s, pin_memory=True), collate_fn=None)
@@ -68,16 +71,19 @@ def test_predict_names_the_binding_limit():
 @pytest.mark.parametrize("persistent", [True, False])
 def test_a_bounded_run_spans_epochs_and_measures_them(persistent):
     module = lesson("lesson18_settings")
-    s = module.Settings(cpu_ms=0.0, io_ms=1.0, batch_size=2, num_workers=1, persistent_workers=persistent,
-                        step_ms=5.0)
+    s = module.Settings(
+        cpu_ms=0.0, io_ms=1.0, batch_size=2, num_workers=1, persistent_workers=persistent, step_ms=5.0
+    )
     seen = []
     result = module.run(s, seconds=0.3, on_progress=seen.append)
     assert 0 <= result["free_cores"] <= len(psutil.cpu_times(percpu=True))
     timeline = result["timeline"]
     assert len(timeline.records) > 8  # more than one epoch of 8 batches
     assert [r["batch"] for r in timeline.records] == list(range(len(timeline.records)))
-    assert all(a["received"] <= b["requested"]
-               for a, b in zip(timeline.records[:-1], timeline.records[1:], strict=True))
+    assert all(
+        a["received"] <= b["requested"]
+        for a, b in zip(timeline.records[:-1], timeline.records[1:], strict=True)
+    )
     assert seen[-1] == 1.0 and timeline.batches_per_worker() == {0: len(timeline.records)}
     got = module.measured(result)
     # a ceiling: 2 samples per step of at least 5 ms is 400/s; +20 % for the timer's resolution
@@ -94,9 +100,12 @@ def _playground(runs: list, fail: bool = False):
 
     module = lesson("lesson18_settings")
     s = module.Settings()
-    controls = {name: widgets.Checkbox(getattr(s, name), description=name)
-                if isinstance(getattr(s, name), bool)
-                else widgets.FloatText(getattr(s, name), description=name) for name in vars(s)}
+    controls = {
+        name: widgets.Checkbox(getattr(s, name), description=name)
+        if isinstance(getattr(s, name), bool)
+        else widgets.FloatText(getattr(s, name), description=name)
+        for name in vars(s)
+    }
     controls["pin_memory"].disabled = True  # no accelerator: the preset does not touch it
 
     def run(settings, on_progress):
@@ -107,10 +116,18 @@ def _playground(runs: list, fail: bool = False):
         on_progress(1.0)
         return {"settings": settings}
 
-    return module, Playground(controls, module.PRESETS, module.Settings, run=run, preset="CPU-bound decode",
-                              picture=lambda result: matplotlib.figure.Figure(figsize=(1, 1)),
-                              report=lambda result: "report", debounce_s=0.5, timer=FakeTimer,
-                              call=lambda result: module.loader_call(result["settings"]))
+    return module, Playground(
+        controls,
+        module.PRESETS,
+        module.Settings,
+        run=run,
+        preset="CPU-bound decode",
+        picture=lambda result: matplotlib.figure.Figure(figsize=(1, 1)),
+        report=lambda result: "report",
+        debounce_s=0.5,
+        timer=FakeTimer,
+        call=lambda result: module.loader_call(result["settings"]),
+    )
 
 
 class FakeTimer:

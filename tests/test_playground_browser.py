@@ -30,9 +30,17 @@ from course_code import ROOT
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path("/usr/bin/chromedriver")
 NOTEBOOK = "notebooks/18_playground.ipynb"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
-         "--window-size=1300,1900")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1300,1900",
+)
 RUN_ALL = """
 const done = arguments[arguments.length - 1];
 (async () => {
@@ -51,10 +59,14 @@ const done = arguments[arguments.length - 1];
 """
 # the playground's picture and status line, and every output's text
 PICTURE = "return Array.from(document.querySelectorAll('img.widget-image')).map(i => i.src).filter(s => s)"
-STATUS = ("return Array.from(document.querySelectorAll('.widget-html-content'))"
-          ".map(e => e.textContent).filter(t => t.startsWith('redrawn') || t.startsWith('the run failed'))")
-OUTPUTS = ("return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
-           ".map(e => e.textContent).join('\\n')")
+STATUS = (
+    "return Array.from(document.querySelectorAll('.widget-html-content'))"
+    ".map(e => e.textContent).filter(t => t.startsWith('redrawn') || t.startsWith('the run failed'))"
+)
+OUTPUTS = (
+    "return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
+    ".map(e => e.textContent).join('\\n')"
+)
 
 
 def _missing() -> str | None:
@@ -130,14 +142,25 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         shutil.copy(ROOT / "notebooks" / name, course / "notebooks" / name)
     port, token = _free_port(), secrets.token_hex(16)
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "MPLBACKEND": "", "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env = {
+        **os.environ,
+        "MPLBACKEND": "",
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
     started = time.perf_counter()
     with open(tmp_path / "lab.log", "w") as log:
-        server = subprocess.Popen(_lab_command(port, token, course), cwd=course, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            _lab_command(port, token, course),
+            cwd=course,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     driver, service, seen = None, None, []
     try:
+
         def answers() -> bool:
             assert server.poll() is None, f"jupyter lab exited: {(tmp_path / 'lab.log').read_text()[-2000:]}"
             try:
@@ -151,9 +174,11 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         options.binary_location = str(CHROMIUM)
         for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
             options.add_argument(flag)
-        service = webdriver.ChromeService(executable_path=str(DRIVER),
-                                          log_output=str(tmp_path / "driver.log"),
-                                          popen_kw={"start_new_session": True})
+        service = webdriver.ChromeService(
+            executable_path=str(DRIVER),
+            log_output=str(tmp_path / "driver.log"),
+            popen_kw={"start_new_session": True},
+        )
         driver = webdriver.Chrome(options=options, service=service)
         _wait("JupyterLab answering /api/status", answers, 60)
         marks = {"server up": time.perf_counter() - started}
@@ -163,20 +188,25 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         assert driver.execute_async_script(RUN_ALL) == "started"
         marks["page loaded, run all"] = time.perf_counter() - started
 
-        outputs = _wait("the notebook's last cell ('workers left alive: 0')",
-                        lambda: ((text := driver.execute_script(OUTPUTS))
-                                 and "workers left alive" in text and text),
-                        90)
+        outputs = _wait(
+            "the notebook's last cell ('workers left alive: 0')",
+            lambda: (text := driver.execute_script(OUTPUTS)) and "workers left alive" in text and text,
+            90,
+        )
         assert "Traceback" not in outputs, outputs[-3000:]
         first = _wait("the playground's first picture", lambda: driver.execute_script(PICTURE), 30)
         marks["notebook ran"] = time.perf_counter() - started
         seen.append(first[0])
-        button = next(b for b in driver.find_elements("css selector", ".widget-toggle-button")
-                      if b.text.strip() == "4")
+        button = next(
+            b for b in driver.find_elements("css selector", ".widget-toggle-button") if b.text.strip() == "4"
+        )
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();", button)
         clicked = time.perf_counter()
-        redrawn = _wait("a new picture after num_workers = 4",
-                        lambda: [s for s in driver.execute_script(PICTURE) if s not in seen], 40)
+        redrawn = _wait(
+            "a new picture after num_workers = 4",
+            lambda: [s for s in driver.execute_script(PICTURE) if s not in seen],
+            40,
+        )
         picture_s = time.perf_counter() - clicked
         status = _wait("the status line", lambda: driver.execute_script(STATUS), 10)
         assert status[-1].startswith("redrawn in"), status
@@ -187,9 +217,10 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
         if os.environ.get("LOADERLAB_SCREENSHOT"):
             shutil.copy(tmp_path / "playground.png", os.environ["LOADERLAB_SCREENSHOT"])
         marks["redrawn"] = time.perf_counter() - started
-        print(f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); "
-              f"{len(redrawn)} new picture; "
-              + ", ".join(f"{k} at {v:.1f} s" for k, v in marks.items()))
+        print(
+            f"playground redrawn {picture_s:.1f} s after the click ({status[-1]}); "
+            f"{len(redrawn)} new picture; " + ", ".join(f"{k} at {v:.1f} s" for k, v in marks.items())
+        )
     finally:
         stopping = time.perf_counter()
         browser = _family(service.process.pid) if service is not None and service.process else []
@@ -200,8 +231,9 @@ def test_playground_runs_and_redraws_in_jupyterlab(tmp_path):
                 pass
         lab = _family(server.pid)
         try:
-            request = urllib.request.Request(f"{base}/api/shutdown", method="POST",
-                                             headers={"Authorization": f"token {token}"})
+            request = urllib.request.Request(
+                f"{base}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
+            )
             urllib.request.urlopen(request, timeout=5).close()  # stops the kernels, then the server
             server.wait(timeout=15)
         except (OSError, subprocess.TimeoutExpired):

@@ -192,15 +192,24 @@ def test_ram_from_the_standard_library(monkeypatch):
     assert preflight.check_ram()[:2] == ("ok", "8.0 GB RAM (the free part is not measured here)")
 
 
-def test_a_report_holds_the_machine_and_every_check_and_the_summary_reads_a_folder(monkeypatch, tmp_path,
-                                                                                    capsys):
+def test_a_report_holds_the_machine_and_every_check_and_the_summary_reads_a_folder(
+    monkeypatch, tmp_path, capsys
+):
     monkeypatch.setattr(preflight, "shm_usage", lambda: Usage(64 * MiB, 0, 64 * MiB, 0.0))  # fails
     reports = tmp_path / "reports"
     reports.mkdir()
-    assert preflight.main(["--skip", "lab,loader,torch", "--report", str(reports / "jane.json"),
-                           "--name", "Jane Roe"]) == 1
-    assert preflight.main(["--skip", "lab,loader,torch,shm", "--report", str(reports / "joe.json"),
-                           "--name", "Joe Bloggs"]) == 0
+    assert (
+        preflight.main(
+            ["--skip", "lab,loader,torch", "--report", str(reports / "jane.json"), "--name", "Jane Roe"]
+        )
+        == 1
+    )
+    assert (
+        preflight.main(
+            ["--skip", "lab,loader,torch,shm", "--report", str(reports / "joe.json"), "--name", "Joe Bloggs"]
+        )
+        == 0
+    )
     (reports / "broken.json").write_text("{")
     capsys.readouterr()
     assert preflight.main(["--summarise", str(reports)]) == 0
@@ -257,8 +266,9 @@ def test_a_memory_warning_does_not_fail_preflight(monkeypatch, capsys):
 
 def test_recorded_peaks_read_the_recorders_file(monkeypatch, tmp_path):
     peaks = preflight.recorded_peaks()  # docs/peak_memory.json as committed
-    assert peaks and all(name.startswith(("notebooks/", "solutions/")) and mb > 0
-                         for name, mb in peaks.items())
+    assert peaks and all(
+        name.startswith(("notebooks/", "solutions/")) and mb > 0 for name, mb in peaks.items()
+    )
     mixed = '{"notebooks/03_x.ipynb": 900, "notebooks/x.ipynb": "n/a"}'
     cases = [(None, {}), ("not json", {}), ("[1, 2]", {}), (mixed, {"notebooks/03_x.ipynb": 900})]
     for text, expected in cases:

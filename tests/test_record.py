@@ -75,8 +75,9 @@ def notebook(*outputs: str) -> nbformat.NotebookNode:
 
 GOOD = record.Run(notebook("checks: True\n"), seconds=12.0, peak_mb=480.0, others_cores=0.05)
 BUSY = record.Run(notebook("checks: True\n"), seconds=15.0, peak_mb=480.0, others_cores=0.9)
-STOOD = record.Run(notebook("ok\n", "not measured here: 1 idle core\n"), seconds=12.0, peak_mb=480.0,
-                   others_cores=0.1)
+STOOD = record.Run(
+    notebook("ok\n", "not measured here: 1 idle core\n"), seconds=12.0, peak_mb=480.0, others_cores=0.1
+)
 
 
 def recorder(runs, quiet=None, **options):
@@ -90,17 +91,23 @@ def recorder(runs, quiet=None, **options):
             raise result
         return result
 
-    ok = record.record(ROOT / "notebooks" / "16_x.ipynb", record.Options(**options),
-                       quiet=quiet or (lambda: record.Quiet(True, 3.0)), run=run,
-                       write=lambda path, got, forced: written.append((got, forced)), say=said.append)
+    ok = record.record(
+        ROOT / "notebooks" / "16_x.ipynb",
+        record.Options(**options),
+        quiet=quiet or (lambda: record.Quiet(True, 3.0)),
+        run=run,
+        write=lambda path, got, forced: written.append((got, forced)),
+        say=said.append,
+    )
     return ok, written, said, made
 
 
 def test_a_quiet_complete_run_is_written_once():
     ok, written, said, made = recorder([GOOD])
     assert ok and written == [(GOOD, "")] and len(made) == 1
-    assert said == ["recorded notebooks/16_x.ipynb: 12.0 s, peak 480 MB, 0.05 cores used by others "
-                    "(run 1 of at most 3)"]
+    assert said == [
+        "recorded notebooks/16_x.ipynb: 12.0 s, peak 480 MB, 0.05 cores used by others (run 1 of at most 3)"
+    ]
 
 
 def test_a_stood_down_measurement_or_a_busy_run_is_run_again():
@@ -134,8 +141,11 @@ def test_a_failing_cell_is_never_recorded():
     error = RuntimeError("boom")
     error.cell_number, error.printed = 7, ["check: False"]
     ok, written, said, _ = recorder([error, GOOD])
-    assert not ok and written == [] and said == ["REFUSED notebooks/16_x.ipynb: cell 7: RuntimeError: boom",
-                                                 "    | check: False"]
+    assert (
+        not ok
+        and written == []
+        and said == ["REFUSED notebooks/16_x.ipynb: cell 7: RuntimeError: boom", "    | check: False"]
+    )
 
 
 def test_force_writes_the_last_run_and_says_why():
@@ -146,8 +156,17 @@ def test_force_writes_the_last_run_and_says_why():
 
 def test_the_record_says_what_it_was_taken_on():
     got = record.record_of(GOOD, cores=2)
-    assert set(got) == {"cores", "idle_cores", "python", "torch", "platform", "start_method", "date",
-                        "seconds", "peak_mb"}
+    assert set(got) == {
+        "cores",
+        "idle_cores",
+        "python",
+        "torch",
+        "platform",
+        "start_method",
+        "date",
+        "seconds",
+        "peak_mb",
+    }
     assert (got["cores"], got["idle_cores"], got["seconds"], got["peak_mb"]) == (2, 1.9, 12.0, 480)
     assert record.record_of(BUSY, cores=2, forced="busy")["forced"] == "busy"
 
@@ -159,6 +178,7 @@ def test_records_are_taken_with_the_default_start_method(monkeypatch, capsys):
 
 
 # --- the stored record ------------------------------------------------------------------------------
+
 
 def outputs(path):
     nb = nbformat.read(path, as_version=4)
@@ -174,15 +194,21 @@ KNOWN = {
 
 
 def known(ids, table):
-    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=table[i])) if i in table else p
-            for p, i in zip(NOTEBOOKS, ids, strict=True)]
+    return [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=table[i])) if i in table else p
+        for p, i in zip(NOTEBOOKS, ids, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("path", known(IDS, KNOWN), ids=IDS)
 def test_no_stood_down_measurement_is_stored(path):
     _, cells = outputs(path)
-    found = [f"cell {n}: {line.strip()}" for n, text in cells for line in text.splitlines()
-             if record.STOOD_DOWN in line or OLD_STAND_DOWN.search(line)]
+    found = [
+        f"cell {n}: {line.strip()}"
+        for n, text in cells
+        for line in text.splitlines()
+        if record.STOOD_DOWN in line or OLD_STAND_DOWN.search(line)
+    ]
     why = "stood-down measurements in the record (record it again: make record NB=...):\n"
     assert found == [], why + "\n".join(found)
 
@@ -200,7 +226,8 @@ def test_a_record_was_taken_on_idle_cores(path):
     if not taken or "forced" in taken:  # no record yet, or forced (test_no_record_was_forced)
         return
     assert taken["idle_cores"] >= taken["cores"] - 2 * record.THRESHOLD, (
-        f"recorded with {taken['idle_cores']} idle cores of {taken['cores']}: record it on a quiet machine")
+        f"recorded with {taken['idle_cores']} idle cores of {taken['cores']}: record it on a quiet machine"
+    )
 
 
 def escapes(source: str) -> list[str]:
@@ -212,11 +239,19 @@ def escapes(source: str) -> list[str]:
         return []
 
     def escape(node) -> bool:
-        return isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and any(
-            isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) for v in node.values)
+        return (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and any(isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) for v in node.values)
+        )
 
-    names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and escape(node.value)
-             for t in node.targets if isinstance(t, ast.Name)}
+    names = {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and escape(node.value)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
@@ -241,16 +276,21 @@ KNOWN_ESCAPES = {
 @pytest.mark.parametrize("path", known(IDS, KNOWN_ESCAPES), ids=IDS)
 def test_no_check_prints_true_for_a_measurement_that_did_not_run(path):
     nb = nbformat.read(path, as_version=4)
-    found = [f"cell {n}: {e}" for n, c in enumerate(nb.cells, 1) if c.cell_type == "code"
-             for e in escapes(c.source)]
-    assert found == [], ("these print True when their measurement did not run; print 'not measured "
-                         "here: <why>' instead:\n" + "\n".join(found))
+    found = [
+        f"cell {n}: {e}"
+        for n, c in enumerate(nb.cells, 1)
+        if c.cell_type == "code"
+        for e in escapes(c.source)
+    ]
+    assert found == [], (
+        "these print True when their measurement did not run; print 'not measured "
+        "here: <why>' instead:\n" + "\n".join(found)
+    )
 
 
 ADDRESS = re.compile(r"\b0x[0-9a-f]{8,}\b")
 OTHER_PYTHON = re.compile(r"Python (3\.\d+)\+?")
-KNOWN_NOISE = {
-}
+KNOWN_NOISE = {}
 
 
 def noise(nb, cells) -> list[str]:
@@ -258,18 +298,20 @@ def noise(nb, cells) -> list[str]:
     found = []
     for n, text in cells:
         for line in text.splitlines():
-            other = [v for v in OTHER_PYTHON.findall(line)
-                     if tuple(int(x) for x in v.split(".")) > kernel]
+            other = [v for v in OTHER_PYTHON.findall(line) if tuple(int(x) for x in v.split(".")) > kernel]
             if "USDT" in line or ADDRESS.search(line) or ("Warning" in line and other):
                 found.append(f"cell {n}: {line.strip()[:120]}")
     return found
 
 
 def test_noise_finds_log_lines_addresses_and_other_pythons_warnings():
-    nb = notebook("USDT:2026-12-04 20:30:09 1297:1297 SyncActivityProfilerHandler.cpp:52] profiler_start\n",
-                  "<function <lambda> at 0x7f8ee8d75b20>\n",
-                  "UserWarning: Got pickle error ... Python 3.14+ changed the default start method\n",
-                  "Python 3.11, GIL enabled: True\n", "UserWarning: This DataLoader will create 3 workers\n")
+    nb = notebook(
+        "USDT:2026-12-04 20:30:09 1297:1297 SyncActivityProfilerHandler.cpp:52] profiler_start\n",
+        "<function <lambda> at 0x7f8ee8d75b20>\n",
+        "UserWarning: Got pickle error ... Python 3.14+ changed the default start method\n",
+        "Python 3.11, GIL enabled: True\n",
+        "UserWarning: This DataLoader will create 3 workers\n",
+    )
     nb.metadata["language_info"] = {"version": "3.11.7"}
     assert [line[:6] for line in noise(nb, outputs_of(nb))] == ["cell 1", "cell 2", "cell 3"]
 
@@ -283,17 +325,23 @@ def test_the_record_is_quiet(path):
     nb, cells = outputs(path)
     found = noise(nb, cells)
     assert found == [], "library log lines, object addresses or other Pythons' warnings in the record:\n" + (
-        "\n".join(found))
+        "\n".join(found)
+    )
 
 
 @pytest.mark.course
 def test_a_real_run_measures_the_kernel_and_its_children(tmp_path):
     """The recorder's one real path: execute_notebooks.run with the memory monitor on the kernel."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import subprocess, sys\n"  # a child that holds 300 MB for 1.5 s
-        "code = 'import time; b = bytes(range(256)) * (300 * 2**12); time.sleep(1.5)'\n"
-        "subprocess.run([sys.executable, '-c', code], check=True)\n"
-        "print('done')")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import subprocess, sys\n"  # a child that holds 300 MB for 1.5 s
+                "code = 'import time; b = bytes(range(256)) * (300 * 2**12); time.sleep(1.5)'\n"
+                "subprocess.run([sys.executable, '-c', code], check=True)\n"
+                "print('done')"
+            )
+        ]
+    )
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nb, path)
     got = record.measured_run(path, timeout=120)

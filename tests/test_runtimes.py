@@ -19,11 +19,13 @@ def test_header_and_course_map_give_the_measured_run_time(path):
     measured = runtimes.load().get(rel)
     assert measured is not None, f"{rel} has no measured run time: run `make execute NB={rel}`"
     assert runtimes.header_phrase(path) == runtimes.phrase(measured), (
-        f"{rel}'s 'Runs in' line disagrees with docs/runtimes.json ({measured} s)")
+        f"{rel}'s 'Runs in' line disagrees with docs/runtimes.json ({measured} s)"
+    )
     if path.parent.name == "notebooks":
         assert runtimes.readme_times()[path.name[:2]] == runtimes.short(measured)
         assert runtimes.instructor_times()[path.name[:2]] == runtimes.short(measured), (
-            f"docs/instructor.md's 'run, fork' for {path.name[:2]} disagrees with docs/runtimes.json")
+            f"docs/instructor.md's 'run, fork' for {path.name[:2]} disagrees with docs/runtimes.json"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[f"{p.parent.name}/{p.name}" for p in NOTEBOOKS])
@@ -32,10 +34,12 @@ def test_header_and_course_map_give_the_measured_peak_memory(path):
     peak = runtimes.load_peaks().get(rel)
     stated = runtimes.header_memory(path)
     assert stated == (None if peak is None else runtimes.memory_mb(peak)), (
-        f"{rel}'s header says peak memory {stated}, docs/peak_memory.json {peak} MB")
+        f"{rel}'s header says peak memory {stated}, docs/peak_memory.json {peak} MB"
+    )
     if path.parent.name == "notebooks":
         assert runtimes.readme_memory()[path.name[:2]] == runtimes.memory_short(peak), (
-            f"README's peak memory for {path.name[:2]} disagrees with docs/peak_memory.json")
+            f"README's peak memory for {path.name[:2]} disagrees with docs/peak_memory.json"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[f"{p.parent.name}/{p.name}" for p in NOTEBOOKS])
@@ -48,7 +52,8 @@ def test_the_notebooks_record_agrees_with_the_measured_files(path):
         assert peak is None, f"{rel}: docs/peak_memory.json has {peak} MB but the notebook holds no record"
         return
     assert taken["seconds"] == runtimes.load().get(rel) and taken["peak_mb"] == peak, (
-        f"{rel}'s record ({taken['seconds']} s, {taken['peak_mb']} MB) disagrees with docs/")
+        f"{rel}'s record ({taken['seconds']} s, {taken['peak_mb']} MB) disagrees with docs/"
+    )
     assert 0 <= taken["idle_cores"] <= taken["cores"]
 
 
@@ -81,8 +86,10 @@ def test_every_measured_notebook_still_exists():
     assert {rel for rel in runtimes.load_peaks() if not (ROOT / rel).exists()} == set()
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(1.2, "about 5 s"), (7.4, "about 5 s"), (7.6, "about 10 s"),
-                                               (43.0, "about 45 s"), (61, "about 60 s")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(1.2, "about 5 s"), (7.4, "about 5 s"), (7.6, "about 10 s"), (43.0, "about 45 s"), (61, "about 60 s")],
+)
 def test_run_times_are_rounded_to_five_seconds(seconds, text):
     assert runtimes.phrase(seconds) == text
 
@@ -95,8 +102,10 @@ def test_peak_memory_is_rounded_for_learners(mb, text):
 def test_the_header_gains_and_then_updates_its_peak_memory():
     first = "# 14 · x\n\n**Runs in:** about 15 s on 2 CPU cores (about 30 s under `spawn`). No GPU needed."
     once = runtimes.header(first, 21.0, 437, lab=False)
-    assert once == ("# 14 · x\n\n**Runs in:** about 20 s on 2 CPU cores · **Peak memory:** about 450 MB "
-                    "(about 30 s under `spawn`). No GPU needed.")
+    assert once == (
+        "# 14 · x\n\n**Runs in:** about 20 s on 2 CPU cores · **Peak memory:** about 450 MB "
+        "(about 30 s under `spawn`). No GPU needed."
+    )
     assert runtimes.header(once, 12.0, 1536, lab=False).count("Peak memory") == 1
     again = runtimes.header(once, 12.0, 1536, lab=False)
     assert "about 10 s on 2 CPU cores · **Peak memory:** about 1.5 GB (" in again
@@ -104,7 +113,8 @@ def test_the_header_gains_and_then_updates_its_peak_memory():
     lab = "**Time:** about 10 min · the solved lab runs in about 5 s on 2 CPU cores.\nDrills notebook 01."
     assert runtimes.header(lab, 3.0, 300, lab=True) == (
         "**Time:** about 10 min · the solved lab runs in about 5 s on 2 CPU cores · peak memory about 300 MB."
-        "\nDrills notebook 01.")
+        "\nDrills notebook 01."
+    )
 
 
 def test_recording_writes_the_files_the_header_and_both_tables(tmp_path, monkeypatch):
@@ -112,8 +122,12 @@ def test_recording_writes_the_files_the_header_and_both_tables(tmp_path, monkeyp
     docs.mkdir()
     nbs.mkdir()
     monkeypatch.setattr(runtimes, "ROOT", tmp_path)
-    for name, path in (("RUNTIMES", docs / "runtimes.json"), ("PEAK_MEMORY", docs / "peak_memory.json"),
-                       ("README", tmp_path / "README.md"), ("INSTRUCTOR", docs / "instructor.md")):
+    for name, path in (
+        ("RUNTIMES", docs / "runtimes.json"),
+        ("PEAK_MEMORY", docs / "peak_memory.json"),
+        ("README", tmp_path / "README.md"),
+        ("INSTRUCTOR", docs / "instructor.md"),
+    ):
         monkeypatch.setattr(runtimes, name, path)
     runtimes.README.write_text("| 14 | [x](notebooks/14_x.ipynb) | learn | ~5 s | — | — |\n")
     runtimes.INSTRUCTOR.write_text("| 14 | [x](../notebooks/14_x.ipynb) | ~5 s | ~30 s | — | — |\n")

@@ -47,12 +47,15 @@ def test_a_build_suffix_compares_the_same():
     assert sanitize(stored.replace("torch 2.13.0", "torch 2.13.0+cpu")) == sanitize(stored)
 
 
-@pytest.mark.parametrize("old, new", [
-    ("python 3.11.", "python 3.12."),    # another minor release: outputs may really differ
-    ("torch 2.13.0", "torch 2.14.0"),    # the RNG streams behind the outputs may differ
-    ("numpy 2.4.6", "numpy 2.3.0"),
-    ("start method fork", "start method spawn"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("python 3.11.", "python 3.12."),  # another minor release: outputs may really differ
+        ("torch 2.13.0", "torch 2.14.0"),  # the RNG streams behind the outputs may differ
+        ("numpy 2.4.6", "numpy 2.3.0"),
+        ("start method fork", "start method spawn"),
+    ],
+)
 def test_a_real_difference_is_not_hidden(old, new):
     stored = stored_setup_line()
     assert old in stored

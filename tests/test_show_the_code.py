@@ -52,8 +52,9 @@ def _written_earlier(path: Path, module: str) -> bool:
     for other in sorted(path.parent.glob("*.ipynb")):
         if other.name >= path.name:
             return False
-        if any((m := WRITEFILE.match(source)) and m.group(1) == f"{module}.py"
-               for source in code_cells(other)):
+        if any(
+            (m := WRITEFILE.match(source)) and m.group(1) == f"{module}.py" for source in code_cells(other)
+        ):
             return True
     return False
 
@@ -67,20 +68,23 @@ def test_lesson_modules_match_their_cells_and_are_written_before_use(path):
             name = match.group(1)
             module = path.parent / name
             assert module.exists(), f"{path.name} writes {name}: commit it next to the notebook ({module})"
-            body = source[match.end():]
+            body = source[match.end() :]
             assert module.read_text() == body + "\n" or module.read_text() == body, (
                 f"{module.relative_to(ROOT)} differs from the %%writefile cell in {path.name}: "
-                "re-run the cell (make execute NB=...) or copy the cell's text into the file")
+                "re-run the cell (make execute NB=...) or copy the cell's text into the file"
+            )
             written.add(Path(name).stem)
             continue
         for node in ast.walk(ast.parse(python_of(source))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lesson"):
                 # a solution may import its notebook's lesson module (a visible sys.path line)
-                from_notebook = (path.parent.name == "solutions"
-                                 and (ROOT / "notebooks" / f"{node.module}.py").exists())
+                from_notebook = (
+                    path.parent.name == "solutions" and (ROOT / "notebooks" / f"{node.module}.py").exists()
+                )
                 # a later notebook imports an earlier notebook's lesson module instead of writing it again
                 assert node.module in written or from_notebook or _written_earlier(path, node.module), (
-                    f"{path.name} imports {node.module} before a cell writes it")
+                    f"{path.name} imports {node.module} before a cell writes it"
+                )
 
 
 LESSON_MODULE = re.compile(r"lesson(\d\d)_[a-z]+(?:_[a-z]+)*\.py")
@@ -91,11 +95,13 @@ WRITTEN_BY = re.compile(r'"""(?:Written by notebook|Lesson) (\d\d)\b.*section')
 def test_lesson_modules_are_named_for_what_they_hold_and_say_who_writes_them(module):
     name = LESSON_MODULE.fullmatch(module.name)
     assert name and len(module.stem.split("_", 1)[1]) > 1, (
-        f"{module.name}: name lesson modules lessonNN_what_it_holds.py (e.g. lesson06_packed_rows.py)")
+        f"{module.name}: name lesson modules lessonNN_what_it_holds.py (e.g. lesson06_packed_rows.py)"
+    )
     first = WRITTEN_BY.match(module.read_text().splitlines()[0])
     assert first and first.group(1) == name.group(1), (
         f"{module.name}: its first line should say which notebook and section write it "
-        f"(\"\"\"Written by notebook {name.group(1)}, section N: what it holds.\"\"\")")
+        f'("""Written by notebook {name.group(1)}, section N: what it holds.""")'
+    )
 
 
 def lesson_pieces_from_loaderlab(source: str) -> list[str]:
@@ -111,9 +117,12 @@ def lesson_pieces_from_loaderlab(source: str) -> list[str]:
                     continue
                 is_piece = (
                     (inspect.isclass(obj) and issubclass(obj, (Dataset, IterableDataset, Sampler)))
-                    or "collate" in alias.name or "worker_init" in alias.name
-                    or (inspect.isfunction(obj)
-                        and "DataLoader" in str(inspect.signature(obj).return_annotation))
+                    or "collate" in alias.name
+                    or "worker_init" in alias.name
+                    or (
+                        inspect.isfunction(obj)
+                        and "DataLoader" in str(inspect.signature(obj).return_annotation)
+                    )
                 )
                 if is_piece:
                     found.append(f"{node.module}.{alias.name}")
@@ -127,8 +136,9 @@ def test_notebooks_take_no_lesson_code_from_the_package(path):
         pieces += lesson_pieces_from_loaderlab(source)
         for node in ast.walk(ast.parse(python_of(source))):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                         else [a.name for a in node.names])
+                names = (
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                )
                 if any(n.split(".")[0] == "loaderlab" for n in names):
                     import_lines += node.end_lineno - node.lineno + 1
     assert not pieces, f"{path.name} imports lesson code from loaderlab: {pieces}; write it in a visible cell"
@@ -160,21 +170,27 @@ def test_every_snippet_shown_is_an_excerpt_of_a_tested_snippet_file(path):
     files = {p.name: _lines(p.read_text()) for p in SNIPPETS}
     for block in blocks:
         want = _lines(block)
-        found = any(want == lines[i:i + len(want)] for lines in files.values() for i in range(len(lines)))
-        assert found, (f"{path.name} shows a snippet that is not in docs/snippets/ (copy the lines "
-                       f"exactly from one file):\n{block}")
+        found = any(want == lines[i : i + len(want)] for lines in files.values() for i in range(len(lines)))
+        assert found, (
+            f"{path.name} shows a snippet that is not in docs/snippets/ (copy the lines "
+            f"exactly from one file):\n{block}"
+        )
 
 
 @pytest.mark.course
 def test_snippet_files_run_without_loaderlab():
     for path in SNIPPETS:
         tree = ast.parse(path.read_text())
-        imported = {a.name.split(".")[0]
-                    for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported = {
+            a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+        }
         imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "loaderlab" not in imported, f"docs/snippets/{path.name} imports loaderlab"
-    code = ("import runpy, sys; sys.modules['loaderlab'] = None\n"
-            "for p in sys.argv[1:]: runpy.run_path(p, run_name='snippet')")
-    result = subprocess.run([sys.executable, "-c", code, *map(str, SNIPPETS)], capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import runpy, sys; sys.modules['loaderlab'] = None\n"
+        "for p in sys.argv[1:]: runpy.run_path(p, run_name='snippet')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, SNIPPETS)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]

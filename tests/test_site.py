@@ -22,8 +22,12 @@ HREF = re.compile(r'(?:href|src)="([^"]+)"')
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    result = subprocess.run([sys.executable, "-m", "tools.build_site", "--site-dir", str(out)], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.build_site", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return out
 
@@ -67,8 +71,13 @@ def test_headings_with_code_read_whole_in_the_navigation_and_the_table_of_conten
 
 
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-PAGES = ["notebooks/03_workers_and_prefetch.html", "notebooks/08_hangs_crashes_and_lifecycle.html",
-         "solutions/03_fast_loader.html", "docs/cheatsheet.html", "docs/recipes.html"]
+PAGES = [
+    "notebooks/03_workers_and_prefetch.html",
+    "notebooks/08_hangs_crashes_and_lifecycle.html",
+    "solutions/03_fast_loader.html",
+    "docs/cheatsheet.html",
+    "docs/recipes.html",
+]
 SCROLLING = """return Array.from(document.querySelectorAll('.md-content pre'))
     .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
     .map(e => e.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 80));"""
@@ -82,8 +91,14 @@ def browser(tmp_path_factory):
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1400,1000", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(DRIVER)))
     yield driver

@@ -47,8 +47,9 @@ def test_the_sweep_finds_that_workers_overlap_slow_reads(no_leaked_workers):
 
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_fast_loader_drops_the_tiny_batch_and_keeps_its_workers(num_workers, no_leaked_workers):
-    loader = snippet("choose_num_workers").fast_loader(TensorDataset(torch.arange(65.0)), num_workers,
-                                                       batch_size=32)
+    loader = snippet("choose_num_workers").fast_loader(
+        TensorDataset(torch.arange(65.0)), num_workers, batch_size=32
+    )
     assert [len(b[0]) for b in loader] == [32, 32]
     assert loader.persistent_workers == (num_workers > 0)
     assert loader.prefetch_factor == (2 if num_workers else None)

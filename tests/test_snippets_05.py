@@ -22,7 +22,8 @@ def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leak
     lengths = [len(tokens) for tokens, _ in samples]
     epochs: dict[int, list] = {0: [], 1: []}
     for epoch, (ids, padding_mask, labels) in snippet("bucketing").bucketed_epochs(
-            samples, lengths, snippet("pad_collate").pad_collate, num_epochs=2, num_workers=2):
+        samples, lengths, snippet("pad_collate").pad_collate, num_epochs=2, num_workers=2
+    ):
         assert ids.shape == padding_mask.shape and len(labels) == len(ids) <= 32
         epochs[epoch].append((ids.shape, int((~padding_mask).sum())))
     for batches in epochs.values():
@@ -34,9 +35,10 @@ def test_bucketed_epochs_deliver_every_token_each_epoch_with_new_batches(no_leak
 
 def test_the_snippets_are_the_code_the_lesson_built():
     assert inspect.getsource(lesson("lesson05_pad_collate").pad_collate) == inspect.getsource(
-        snippet("pad_collate").pad_collate)
+        snippet("pad_collate").pad_collate
+    )
     text = (ROOT / "docs" / "snippets" / "bucketing.py").read_text()
-    sampler = text[text.index("class BucketBatchSampler"):text.index("\n\n\ndef bucketed_epochs")].strip()
+    sampler = text[text.index("class BucketBatchSampler") : text.index("\n\n\ndef bucketed_epochs")].strip()
     cells = [c.source.strip() for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     assert sampler in cells, "notebook 05's BucketBatchSampler cell differs from docs/snippets/bucketing.py"
 

@@ -70,13 +70,18 @@ class NumpyCaptions(Dataset):
         return len(self.offsets) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self.buffer[self.offsets[i]:self.offsets[i + 1]].tobytes().decode()
+        return self.buffer[self.offsets[i] : self.offsets[i + 1]].tobytes().decode()
 
 
 def _worker_memory_mb(table, method: str) -> tuple[float, float]:
     """Mean (USS, PSS) in MB of 2 workers started by ``method`` that have read every page of ``table``."""
-    loader = DataLoader(ReadsEveryPage(table, step=16), batch_size=None, num_workers=2,
-                        multiprocessing_context=method, timeout=120)
+    loader = DataLoader(
+        ReadsEveryPage(table, step=16),
+        batch_size=None,
+        num_workers=2,
+        multiprocessing_context=method,
+        timeout=120,
+    )
     uss, pss = torch.stack(list(loader)).mean(0).tolist()
     return uss, pss
 
@@ -101,8 +106,10 @@ def test_packed_rows_stay_shared_under_fork_spawn_and_forkserver(monkeypatch, no
         report[method] = {"uss": uss - base_uss, "pss": pss - base_pss}
         if method != "fork":  # the same bytes as NumPy arrays: a private copy in each worker
             report[method]["numpy uss"] = _worker_memory_mb(NumpyCaptions(big), method)[0] - base_uss
-    print(f"table {table_mb:.0f} MB; per-worker growth over a 1,000-row table (MB):",
-          {m: {k: round(v, 1) for k, v in r.items()} for m, r in report.items()})
+    print(
+        f"table {table_mb:.0f} MB; per-worker growth over a 1,000-row table (MB):",
+        {m: {k: round(v, 1) for k, v in r.items()} for m, r in report.items()},
+    )
     for method, growth in report.items():
         # Shared: the worker's private memory (USS) grows by under 20 % of the table (a few MB of
         # its own pages against ~50 MB; measured 0), and its PSS by under 60 %: the pages are split

@@ -22,8 +22,12 @@ def test_undersampling_loader_draws_distinct_samples_favouring_the_heavy_class()
     labels[:200] = 1
     weights = torch.tensor([0.2, 1.0], dtype=torch.double)[labels]
     loader = snippet("undersampling").undersampling_loader(
-        TensorDataset(torch.arange(2000), labels), weights, num_samples=400, batch_size=64,
-        generator=torch.Generator().manual_seed(0))
+        TensorDataset(torch.arange(2000), labels),
+        weights,
+        num_samples=400,
+        batch_size=64,
+        generator=torch.Generator().manual_seed(0),
+    )
     epochs = [torch.cat([index for index, _ in loader]) for _ in range(2)]
     for drawn in epochs:
         assert len(drawn) == 400 and len(drawn.unique()) == 400  # no sample twice in an epoch
@@ -60,7 +64,7 @@ def test_unpadded_sampler_scores_every_sample_once_in_distributed_samplers_order
         assert len(sampler) == len(shards[-1])
         reference = DistributedSampler(range(n), num_replicas=world, rank=rank, shuffle=True, seed=3)
         reference.set_epoch(2)
-        assert shards[-1] == list(reference)[:len(shards[-1])]  # the same permutation, unpadded
+        assert shards[-1] == list(reference)[: len(shards[-1])]  # the same permutation, unpadded
     assert sorted(i for shard in shards for i in shard) == list(range(n))
     assert max(map(len, shards)) - min(map(len, shards)) <= 1
 
@@ -71,10 +75,10 @@ def test_unpadded_sampler_asks_the_process_group_and_evaluate_counts_each_sample
     try:
         sampler = ddp.UnpaddedDistributedSampler(range(5))
         assert (sampler.num_replicas, sampler.rank, list(sampler)) == (1, 0, [0, 1, 2, 3, 4])
-        x = torch.eye(2)[torch.tensor([0, 1, 0, 1, 0, 1, 0])]      # logits: class = x's hot column
-        y = torch.tensor([0, 1, 1, 1, 0, 0, 0])                    # 5 of 7 right
+        x = torch.eye(2)[torch.tensor([0, 1, 0, 1, 0, 1, 0])]  # logits: class = x's hot column
+        y = torch.tensor([0, 1, 1, 1, 0, 0, 0])  # 5 of 7 right
         model = torch.nn.Linear(2, 2, bias=False)
-        torch.nn.init.eye_(model.weight)                            # the identity: logits = x
+        torch.nn.init.eye_(model.weight)  # the identity: logits = x
         assert ddp.evaluate(model, TensorDataset(x, y), batch_size=3) == pytest.approx(5 / 7)
     finally:
         dist.destroy_process_group()
@@ -82,8 +86,8 @@ def test_unpadded_sampler_asks_the_process_group_and_evaluate_counts_each_sample
 
 def test_notebook_10_shows_the_snippets_unpadded_sampler_and_evaluate_in_cells():
     text = (ROOT / "docs" / "snippets" / "ddp_epochs.py").read_text()
-    cls = text[text.index("class UnpaddedDistributedSampler"):text.index("\n\n\ndef evaluate")]
-    evaluate = text[text.index("def evaluate"):].strip()
+    cls = text[text.index("class UnpaddedDistributedSampler") : text.index("\n\n\ndef evaluate")]
+    evaluate = text[text.index("def evaluate") :].strip()
     notebook = nbformat.read(ROOT / "notebooks" / "10_distributed_sampling.ipynb", as_version=4)
     cells = [c.source for c in notebook.cells]
     assert cls in cells and evaluate in cells

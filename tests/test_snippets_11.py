@@ -32,8 +32,9 @@ def test_sharded_stream_reads_every_item_once_over_ranks_and_workers(num_workers
 def test_shuffle_buffer_epochs_deliver_every_item_once_in_a_new_order(no_leaked_workers):
     stream = snippet("sharded_iterable").RankWorkerShardedStream(400)  # no process group: workers only
     batches = []
-    snippet("shuffle_buffer").train_epochs(stream, batches.append, num_epochs=2, buffer_size=32,
-                                           batch_size=50, num_workers=2)
+    snippet("shuffle_buffer").train_epochs(
+        stream, batches.append, num_epochs=2, buffer_size=32, batch_size=50, num_workers=2
+    )
     items = [i for batch in batches for i in batch.tolist()]
     epochs = [items[:400], items[400:]]
     assert [sorted(e) for e in epochs] == [list(range(400))] * 2
@@ -51,15 +52,17 @@ def class_source(path: Path, name: str) -> str:
     """The text of class ``name`` in the file ``path``."""
     text = path.read_text()
     node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name)
-    return "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
+    return "\n".join(text.splitlines()[node.lineno - 1 : node.end_lineno])
 
 
 def test_the_snippets_are_the_code_the_lesson_built():
     snippets, notebooks = ROOT / "docs" / "snippets", ROOT / "notebooks"
     assert class_source(snippets / "sharded_iterable.py", "RankWorkerShardedStream") == class_source(
-        notebooks / "lesson11_rank_shards.py", "RankWorkerShardedStream")
+        notebooks / "lesson11_rank_shards.py", "RankWorkerShardedStream"
+    )
     assert class_source(snippets / "shuffle_buffer.py", "ShuffleBuffer") == class_source(
-        notebooks / "lesson11_shuffle_buffer.py", "ShuffleBuffer")
+        notebooks / "lesson11_shuffle_buffer.py", "ShuffleBuffer"
+    )
 
 
 def _class_source(path: Path, name: str) -> str:
@@ -68,12 +71,16 @@ def _class_source(path: Path, name: str) -> str:
     return ast.get_source_segment(text, node)
 
 
-@pytest.mark.parametrize(("snippet_name", "module", "name"), [
-    ("shuffle_buffer", "lesson11_shuffle_buffer", "ShuffleBuffer"),
-    ("sharded_iterable", "lesson11_rank_shards", "RankWorkerShardedStream"),
-])
+@pytest.mark.parametrize(
+    ("snippet_name", "module", "name"),
+    [
+        ("shuffle_buffer", "lesson11_shuffle_buffer", "ShuffleBuffer"),
+        ("sharded_iterable", "lesson11_rank_shards", "RankWorkerShardedStream"),
+    ],
+)
 def test_the_snippet_is_the_class_notebook_11_builds(snippet_name, module, name):
     """The cheat sheet copies notebook 11's class on purpose: the two texts must not drift."""
     root = Path(__file__).resolve().parent.parent
-    assert (_class_source(root / "docs" / "snippets" / f"{snippet_name}.py", name)
-            == _class_source(root / "notebooks" / f"{module}.py", name))
+    assert _class_source(root / "docs" / "snippets" / f"{snippet_name}.py", name) == _class_source(
+        root / "notebooks" / f"{module}.py", name
+    )

@@ -38,8 +38,13 @@ print(first_s)
 
 def run_python(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:
     """Run a fresh Python in a process group of its own; the whole group is killed on timeout."""
-    child = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

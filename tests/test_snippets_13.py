@@ -14,8 +14,10 @@ import pytest
 import torch
 from course_code import ROOT, snippet
 
-pytestmark = [pytest.mark.usefixtures("no_leaked_workers"),
-              pytest.mark.filterwarnings("ignore:'set_vital' is deprecated")]  # torchdata 0.11 on torch 2.13
+pytestmark = [
+    pytest.mark.usefixtures("no_leaked_workers"),
+    pytest.mark.filterwarnings("ignore:'set_vital' is deprecated"),
+]  # torchdata 0.11 on torch 2.13
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 
 

@@ -26,10 +26,12 @@ def test_data_wait_fraction_tells_data_bound_from_compute_bound():
     dataset = slow_reads(n=32, read_s=0.010)  # 40 ms per batch of 4
     waits, steps = module.time_epoch(DataLoader(dataset, batch_size=4), sleep_step(0.0))
     assert len(waits) == len(steps) == 8 and min(waits) >= 0.035  # no workers: every read is waited for
-    data_bound = module.data_wait_fraction(DataLoader(dataset, batch_size=4, num_workers=1),
-                                           sleep_step(0.010))
-    compute_bound = module.data_wait_fraction(DataLoader(dataset, batch_size=4, num_workers=2),
-                                              sleep_step(0.060))
+    data_bound = module.data_wait_fraction(
+        DataLoader(dataset, batch_size=4, num_workers=1), sleep_step(0.010)
+    )
+    compute_bound = module.data_wait_fraction(
+        DataLoader(dataset, batch_size=4, num_workers=2), sleep_step(0.060)
+    )
     assert data_bound > 0.5 and compute_bound < 0.2  # about 0.75 and 0
 
 

@@ -46,13 +46,23 @@ def strategy_of_worker(batch):
 def test_file_system_loader_sets_the_strategy_in_spawned_workers_too(sharing_strategy):
     spawn = multiprocessing.get_context("spawn")
     torch_mp.set_sharing_strategy("file_descriptor")
-    loader = sharing_strategy.file_system_loader(list(range(4)), batch_size=2, num_workers=1,
-                                                 collate_fn=strategy_of_worker, multiprocessing_context=spawn)
+    loader = sharing_strategy.file_system_loader(
+        list(range(4)),
+        batch_size=2,
+        num_workers=1,
+        collate_fn=strategy_of_worker,
+        multiprocessing_context=spawn,
+    )
     assert torch_mp.get_sharing_strategy() == "file_system"  # the main process
     assert list(loader) == ["file_system", "file_system"]  # and its worker
     # without the worker_init_fn, a spawned worker starts at the default
-    main_only = DataLoader(list(range(4)), batch_size=2, num_workers=1, collate_fn=strategy_of_worker,
-                           multiprocessing_context=spawn)
+    main_only = DataLoader(
+        list(range(4)),
+        batch_size=2,
+        num_workers=1,
+        collate_fn=strategy_of_worker,
+        multiprocessing_context=spawn,
+    )
     assert list(main_only) == ["file_descriptor", "file_descriptor"]
 
 

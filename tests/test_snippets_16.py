@@ -82,9 +82,10 @@ def class_source(path: Path, name: str) -> str:
     """The text of class ``name`` in the file ``path``."""
     text = path.read_text()
     node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == name)
-    return "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
+    return "\n".join(text.splitlines()[node.lineno - 1 : node.end_lineno])
 
 
 def test_fetch_batch_is_the_code_the_lesson_built():
     assert class_source(ROOT / "docs" / "snippets" / "thread_loader.py", "FetchBatch") == class_source(
-        ROOT / "notebooks" / "lesson16_threads.py", "FetchBatch")
+        ROOT / "notebooks" / "lesson16_threads.py", "FetchBatch"
+    )

@@ -23,8 +23,13 @@ def test_records_file_opened_per_process_reads_the_right_records_in_forked_worke
     path.write_bytes(b"".join(b"%7d\n" % i for i in range(64)))
     dataset = snippet("per_process_resources").RecordsFile(str(path), record_size=8, n=64)
     assert dataset[5] == b"      5\n"  # the main process opens its own file first
-    loader = DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="fork",
-                        collate_fn=lambda batch: [int(r) for r in batch])
+    loader = DataLoader(
+        dataset,
+        batch_size=4,
+        num_workers=2,
+        multiprocessing_context="fork",
+        collate_fn=lambda batch: [int(r) for r in batch],
+    )
     assert [v for batch in loader for v in batch] == list(range(64))
     state = dataset.__getstate__()  # what spawn sends: no file, opened at the first read
     assert state["file"] is None and state["pid"] is None
@@ -44,7 +49,7 @@ def test_epoch_sampler_sends_the_epoch_to_persistent_workers():
     seen = []
     module.train(module.EpochAware(8), epochs=3, step=lambda batch: seen.append(batch[1].tolist()))
     assert len(seen) == 6  # 2 batches of 4 per epoch
-    assert [sorted(set(sum(seen[i:i + 2], []))) for i in (0, 2, 4)] == [[0], [1], [2]]
+    assert [sorted(set(sum(seen[i : i + 2], []))) for i in (0, 2, 4)] == [[0], [1], [2]]
     sampler = module.EpochSampler(3)
     sampler.set_epoch(7)
     assert list(sampler) == [(0, 7), (1, 7), (2, 7)] and len(sampler) == 3
@@ -54,8 +59,9 @@ def test_epoch_sampler_sends_the_epoch_to_persistent_workers():
 def test_hdf5_dataset_opened_per_process_reads_the_right_rows_and_pickles_without_its_file(tmp_path):
     path = tmp_path / "rows.h5"
     with h5py.File(path, "w") as file:
-        file.create_dataset("images", data=np.arange(48).repeat(3).reshape(48, 3), chunks=(8, 3),
-                            compression="gzip")
+        file.create_dataset(
+            "images", data=np.arange(48).repeat(3).reshape(48, 3), chunks=(8, 3), compression="gzip"
+        )
     dataset = snippet("hdf5_per_process").H5Dataset(str(path), "images")
     assert len(dataset) == 48 and dataset.file is None  # __init__ leaves no file open
     assert dataset[5].tolist() == [5, 5, 5]  # the main process opens its own file first

@@ -41,10 +41,25 @@ def test_one_thread_per_worker_limits_blas_in_workers_only():
     one_thread = snippet("threads_in_workers").one_thread_per_worker
     with threadpool_limits(limits=2, user_api="blas"):  # something to limit, even on 1 core
         context = "fork" if hasattr(os, "fork") else None
-        plain = list(DataLoader(range(2), batch_size=1, num_workers=2, collate_fn=_blas_threads,
-                                multiprocessing_context=context))
-        limited = list(DataLoader(range(2), batch_size=1, num_workers=2, collate_fn=_blas_threads,
-                                  worker_init_fn=one_thread, multiprocessing_context=context))
+        plain = list(
+            DataLoader(
+                range(2),
+                batch_size=1,
+                num_workers=2,
+                collate_fn=_blas_threads,
+                multiprocessing_context=context,
+            )
+        )
+        limited = list(
+            DataLoader(
+                range(2),
+                batch_size=1,
+                num_workers=2,
+                collate_fn=_blas_threads,
+                worker_init_fn=one_thread,
+                multiprocessing_context=context,
+            )
+        )
         main = max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
     if context == "fork":
         assert plain == [2, 2]

@@ -18,5 +18,3 @@ def test_source_lines_quotes_the_worker_seeding():
         source_lines(_worker_loop, [])
     with pytest.raises(TypeError, match="function"):
         source_lines(3, "x")
-
-

@@ -53,14 +53,17 @@ def test_a_notebook_class_a_notebook_function_and_an_unpicklable_object_are_name
 
 
 @pytest.mark.course  # a fresh Python importing torch and starting two workers
-@pytest.mark.skipif(multiprocessing.get_all_start_methods()[0] != "fork",
-                    reason="the guard acts where fork is the default")
+@pytest.mark.skipif(
+    multiprocessing.get_all_start_methods()[0] != "fork", reason="the guard acts where fork is the default"
+)
 def test_a_kernel_with_the_guard_writes_what_a_default_loader_could_not_send(tmp_path):
-    script = ("import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
-              "class Cell(Dataset):\n    def __len__(self): return 4\n"
-              "    def __getitem__(self, i): return i\n"
-              "list(DataLoader(Cell(), batch_size=2, num_workers=2))\n"
-              "list(DataLoader(Cell(), batch_size=2, num_workers=2, multiprocessing_context='fork'))\n")
+    script = (
+        "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+        "class Cell(Dataset):\n    def __len__(self): return 4\n"
+        "    def __getitem__(self, i): return i\n"
+        "list(DataLoader(Cell(), batch_size=2, num_workers=2))\n"
+        "list(DataLoader(Cell(), batch_size=2, num_workers=2, multiprocessing_context='fork'))\n"
+    )
     env = dict(os.environ, LOADERLAB_SPAWN_GUARD=str(tmp_path), PYTHONPATH=str(ROOT / "tools" / "simulation"))
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
     reports = list(tmp_path.glob("*.txt"))

@@ -28,20 +28,39 @@ def bundle(tmp_path_factory):
 def test_the_bundle_has_no_answers(bundle):
     names, _ = bundle
     assert not [n for n in names if n.startswith(("solutions/", "tests/")) or n == "docs/answers.md"]
-    for answer in ("solutions/01_loop_to_dataloader.ipynb", "solutions/lab01.py", "docs/answers.md",
-                   "docs/instructor.md", "tests/test_grade.py", "conftest.py", "labs/lab01.py"):
+    for answer in (
+        "solutions/01_loop_to_dataloader.ipynb",
+        "solutions/lab01.py",
+        "docs/answers.md",
+        "docs/instructor.md",
+        "tests/test_grade.py",
+        "conftest.py",
+        "labs/lab01.py",
+    ):
         assert not make_student.keep(answer), answer
 
 
 @pytest.mark.course
 def test_the_bundle_has_what_a_student_runs(bundle):
     names, labs = bundle
-    for needed in ("README.md", "Makefile", "requirements.txt", "pyproject.toml", "loaderlab/__init__.py",
-                   "loaderlab/checks/report.py", "tools/lab_server.py", "notebooks/00_start_here.ipynb",
-                   # `make lab` and `py tools/course.py lab` (Windows), preflight before install
-                   "tools/course.py", "tools/install.py", "tools/preflight.py", "tools/__init__.py",
-                   "loaderlab/cores.py",
-                   "docs/install.md", "jupyter/overrides.json"):
+    for needed in (
+        "README.md",
+        "Makefile",
+        "requirements.txt",
+        "pyproject.toml",
+        "loaderlab/__init__.py",
+        "loaderlab/checks/report.py",
+        "tools/lab_server.py",
+        "notebooks/00_start_here.ipynb",
+        # `make lab` and `py tools/course.py lab` (Windows), preflight before install
+        "tools/course.py",
+        "tools/install.py",
+        "tools/preflight.py",
+        "tools/__init__.py",
+        "loaderlab/cores.py",
+        "docs/install.md",
+        "jupyter/overrides.json",
+    ):
         assert needed in names, needed
     tracked = {f"labs/{p.name}" for p in (ROOT / "labs").glob("*.ipynb")}
     assert tracked and {n for n in labs if n.endswith(".ipynb")} <= tracked
@@ -100,8 +119,17 @@ def test_the_unzipped_readme_has_no_answers_and_only_learner_commands(unzipped):
     from test_documented_commands import COMMANDS, documented
 
     readme = (unzipped / "README.md").read_text(encoding="utf-8")
-    for word in ("solutions/", "instructor.md", "answers.md", "make test", "make student", "make html",
-                 "CONTRIBUTING", "{course_map}", "{troubleshooting}"):
+    for word in (
+        "solutions/",
+        "instructor.md",
+        "answers.md",
+        "make test",
+        "make student",
+        "make html",
+        "CONTRIBUTING",
+        "{course_map}",
+        "{troubleshooting}",
+    ):
         assert word not in readme, word
     assert "| 00 | [start here](notebooks/00_start_here.ipynb)" in readme  # the course map, copied
     assert "**Workers hang:**" in readme  # README's troubleshooting, copied
@@ -120,14 +148,25 @@ def test_the_unzipped_readme_has_no_answers_and_only_learner_commands(unzipped):
 def test_the_unzipped_entry_point_offers_only_the_learner_commands(unzipped):
     targets = re.findall(r"^([\w-]+):", (unzipped / "Makefile").read_text(), re.M)
     assert targets == list(make_student.LEARNER_TARGETS), targets
-    shown = subprocess.run([sys.executable, "tools/course.py", "--help"], cwd=unzipped, capture_output=True,
-                           text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "tools/course.py", "--help"],
+        cwd=unzipped,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     listed = re.findall(r"^  ([\w-]+)\s", shown.stdout.split("commands:")[1], re.M)
     assert listed == list(make_student.LEARNER_TARGETS), shown.stdout
-    refused = subprocess.run([sys.executable, "tools/course.py", "test"], cwd=unzipped, capture_output=True,
-                             text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "tools/course.py", "test"], cwd=unzipped, capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "maintainer's command" in refused.stderr, refused.stderr
-    dry = subprocess.run([sys.executable, "tools/course.py", "lab", "--dry-run"], cwd=unzipped,
-                         capture_output=True, text=True, timeout=60)
+    dry = subprocess.run(
+        [sys.executable, "tools/course.py", "lab", "--dry-run"],
+        cwd=unzipped,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert dry.returncode == 0 and "lab_server" in dry.stdout, dry.stdout + dry.stderr

@@ -34,8 +34,9 @@ def test_every_marker_a_tier_selects_by_is_registered(markers):
 
 def test_check_leaves_out_every_slow_kind_every_clock_and_every_notebook():
     [(_, args)] = course.tier("check")
-    assert _expression(args) == " and ".join(f"not {m}" for m in ["course", "timing", "spawn", "forkserver",
-                                                                   "release"])
+    assert _expression(args) == " and ".join(
+        f"not {m}" for m in ["course", "timing", "spawn", "forkserver", "release"]
+    )
     assert args[-1] == "tests" and "notebooks" not in args and "solutions" not in args
 
 
@@ -61,8 +62,10 @@ def test_an_unknown_tier_is_a_lookup_error():
         course.tier("nope")
 
 
-@pytest.mark.parametrize("platform, version, compared", [("linux", (3, 11), True), ("linux", (3, 12), False),
-                                                         ("darwin", (3, 11), False)])
+@pytest.mark.parametrize(
+    "platform, version, compared",
+    [("linux", (3, 11), True), ("linux", (3, 12), False), ("darwin", (3, 11), False)],
+)
 def test_outputs_are_compared_only_where_they_were_recorded(platform, version, compared):
     assert course.compare_outputs(platform, version) is compared
 
@@ -70,9 +73,24 @@ def test_outputs_are_compared_only_where_they_were_recorded(platform, version, c
 @pytest.mark.course  # a second pytest that imports torch: seconds
 def test_bare_pytest_selects_the_check_tier():
     """`python -m pytest` with no -m collects what `make check` runs: no course test."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:xdist", "tests/test_bounded.py"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "tests/test_bounded.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     collected = [line.split("::")[1] for line in done.stdout.splitlines() if "::" in line]
     assert collected == ["test_stable_error_keeps_first_and_last_line_without_ids"], done.stdout

@@ -72,8 +72,9 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
 
 @pytest.mark.course
 def test_make_lab_server_serves_the_course_and_requires_the_token():
-    command = _tool("lab_server").server_command(port=_free_port(), token=secrets.token_hex(16),
-                                                  browser=False)
+    command = _tool("lab_server").server_command(
+        port=_free_port(), token=secrets.token_hex(16), browser=False
+    )
     token = next(a.split("=", 1)[1] for a in command if a.startswith("--IdentityProvider.token="))
     port = next(a.split("=", 1)[1] for a in command if a.startswith("--ServerApp.port="))
     assert "--ServerApp.ip=127.0.0.1" in command
@@ -113,9 +114,9 @@ def test_make_lab_server_serves_the_course_and_requires_the_token():
             server.kill()
             server.wait(timeout=10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(psutil.pid_exists(p) and
-                                              psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                                              for p in family):
+    while time.monotonic() < deadline and any(
+        psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in family
+    ):
         time.sleep(0.2)
     left = [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not left, f"processes left behind by the server: {len(left)}"

@@ -25,8 +25,11 @@ def _path_edits(path) -> list[int]:
     lines = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         target = node.func if isinstance(node, ast.Call) else None
-        if (isinstance(target, ast.Attribute) and target.attr in ("insert", "append", "extend")
-                and ast.unparse(target.value) == "sys.path"):
+        if (
+            isinstance(target, ast.Attribute)
+            and target.attr in ("insert", "append", "extend")
+            and ast.unparse(target.value) == "sys.path"
+        ):
             lines.append(node.lineno)
     return lines
 
@@ -79,16 +82,22 @@ def test_help_prints_help_and_a_bad_option_is_an_error_not_a_traceback(name, cap
 @pytest.mark.course  # a Python per tool: seconds
 @pytest.mark.parametrize("name", COMMANDS)
 def test_python_m_runs_the_tool(name):
-    shown = subprocess.run([sys.executable, "-m", f"tools.{name}", "--help"], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
+    shown = subprocess.run(
+        [sys.executable, "-m", f"tools.{name}", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shown.returncode == 0 and shown.stdout.startswith("usage:"), shown.stdout + shown.stderr
 
 
 @pytest.mark.course
 @pytest.mark.parametrize("script", ["tools/course.py", "tools/preflight.py"])
 def test_the_scripts_run_before_install_still_run_as_files(script):
-    done = subprocess.run([sys.executable, "-I", script, "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-I", script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "usage:" in done.stdout, done.stdout + done.stderr
 
 
@@ -96,10 +105,12 @@ def test_the_package_exports_what_all_lists_and_reaches_no_submodule_by_attribut
     """``import loaderlab`` gives the names of ``__all__`` (each resolved on first use: the
     other tests use them) and nothing else: ``loaderlab.plots`` is an AttributeError until
     ``import loaderlab.plots``; none of it imports torch."""
-    code = ("import loaderlab, sys\n"
-            "assert sorted(loaderlab.__all__) == sorted(['__version__', *loaderlab._EXPORTS])\n"
-            "try:\n    loaderlab.plots\nexcept AttributeError:\n    pass\n"
-            "else:\n    raise SystemExit('reached')\n"
-            "assert 'loaderlab.plots' not in sys.modules and 'torch' not in sys.modules\n")
+    code = (
+        "import loaderlab, sys\n"
+        "assert sorted(loaderlab.__all__) == sorted(['__version__', *loaderlab._EXPORTS])\n"
+        "try:\n    loaderlab.plots\nexcept AttributeError:\n    pass\n"
+        "else:\n    raise SystemExit('reached')\n"
+        "assert 'loaderlab.plots' not in sys.modules and 'torch' not in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

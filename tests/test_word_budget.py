@@ -27,8 +27,12 @@ def test_every_notebook_and_the_course_stay_within_the_reading_budget():
 
 def test_every_notebook_has_at_most_32_code_cells():
     colab = "loaderlab-colab"  # the Colab set-up cell (tools/colab.py) is not the lesson's
-    cells = {p.name: sum(c["cell_type"] == "code" and not c["metadata"].get(colab)
-                         for c in json.loads(p.read_text())["cells"])
-             for p in sorted((ROOT / "notebooks").glob("*.ipynb"))}
+    cells = {
+        p.name: sum(
+            c["cell_type"] == "code" and not c["metadata"].get(colab)
+            for c in json.loads(p.read_text())["cells"]
+        )
+        for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    }
     over = {name: n for name, n in cells.items() if n > NOTEBOOK_CODE_CELLS}
     assert not over, f"over {NOTEBOOK_CODE_CELLS} code cells: {over}"

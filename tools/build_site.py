@@ -66,19 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.build_site", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("--site-dir", type=Path, default=ROOT / "site",
-                        help="where the site goes (default: site/)")
+    parser.add_argument(
+        "--site-dir", type=Path, default=ROOT / "site", help="where the site goes (default: site/)"
+    )
     site_dir = parser.parse_args(argv).site_dir.resolve()
     nav = stage()
     config = ROOT / "build" / "mkdocs.generated.yml"
     base = (ROOT / "mkdocs.yml").read_text()
     base = base.replace("docs_dir: build/site-src", f"docs_dir: {STAGE}").replace(
-        "site_dir: site", f"site_dir: {site_dir}")
+        "site_dir: site", f"site_dir: {site_dir}"
+    )
     hooks = json.dumps([str(ROOT / "tools" / "site_hooks.py")])
     config.write_text(base + "hooks: " + hooks + "\nnav: " + json.dumps(nav) + "\n")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)],
-                          cwd=ROOT, env=env).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)], cwd=ROOT, env=env
+    ).returncode
 
 
 if __name__ == "__main__":

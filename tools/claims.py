@@ -50,50 +50,96 @@ each row are the line its notebook prints (`Verdict Cn: ...`), copied from the s
 
 # (id, the claim paraphrased, the sections it cites: (notebook number, section number))
 CLAIMS: list[tuple[str, str, list[tuple[str, int]]]] = [
-    ('C1', 'A hand-written loop shuffles, batches, loads and stacks in one thread, so a costly `__getitem__` leaves the accelerator waiting.',
-     [('01', 4)]),
-    ('C2', 'DataLoader is a scheduler: sampler → dataset → collate_fn → optional workers and prefetching.',
-     [('01', 3)]),
-    ('C3', 'With `drop_last=False` the last batch can be tiny and a batch of 1 breaks BatchNorm; drop it for training, keep it for validation.',
-     [('02', 3)]),
-    ('C4', '`shuffle=True` is a RandomSampler; `sampler=` with `shuffle=True` raises.',
-     [('02', 5)]),
-    ('C5', 'Use `shuffle=False` to debug with fixed batches.',
-     [('02', 6)]),
-    ('C6', '`num_workers` defaults to 0; start near 4; too many workers cost memory and file handles and can slow things.',
-     [('03', 3), ('15', 2)]),
-    ('C7', '`prefetch_factor` (default 2) is batches per worker; raising it smooths jittery reads at a memory cost.',
-     [('03', 4)]),
-    ('C8', '`pin_memory=True` speeds host→GPU copies; pinned memory is hard to get when RAM is tight.',
-     [('19', 2)]),
-    ('C9', 'Inject transforms; return consistent types; `convert("RGB")` avoids grayscale/RGBA shape errors.',
-     [('04', 1)]),
-    ('C10', 'Caching preprocessed tensors roughly doubled throughput.',
-     [('04', 2)]),
-    ('C11', 'Default collate cannot stack variable lengths; pad and mask in `collate_fn`.',
-     [('05', 2)]),
-    ('C12', 'fork shares pages copy-on-write; *writes* copy them per worker; keep dataset data read-only.',
-     [('06', 4)]),
-    ('C13', 'An unexhausted iterator leaves workers alive and can hang at exit; use `for`, or `del it` + `gc.collect()`.',
-     [('20', 3)]),
-    ('C14', '`persistent_workers=True` saves per-epoch start-up, but workers keep stale dataset state.',
-     [('20', 4), ('19', 1)]),
-    ('C15', 'Forked workers inherit the RNG state, so `random`/NumPy augmentations repeat; seed them from `torch.initial_seed()`.',
-     [('07', 2)]),
-    ('C16', 'For reproducibility pass `generator=torch.Generator().manual_seed(seed)` and reset it every epoch.',
-     [('07', 6), ('07', 7)]),
-    ('C17', 'Worker errors surface as "worker exited unexpectedly" with the stack lost; lambdas fail to pickle; shared connections break.',
-     [('08', 2), ('08', 1), ('12', 3)]),
-    ('C18', 'Weights 0.2 / 1.0 with replacement balance a 90/10 set; without replacement `num_samples` cannot exceed the dataset.',
-     [('09', 6)]),
-    ('C19', 'DistributedSampler gives disjoint shards covering the dataset; without `set_epoch` every epoch has the same order.',
-     [('10', 3)]),
-    ('C20a', 'With an IterableDataset `shuffle` has no effect.',
-     [('11', 3)]),
-    ('C20b', 'With an IterableDataset each worker replays the stream unless it shards.',
-     [('11', 2), ('11', 5)]),
-    ('C21', '2 → 8 workers plus `pin_memory` took GPU use from 30 % to 85 %; start from batch 64, 4 workers, pin_memory, drop_last, prefetch 4, persistent workers.',
-     [('19', 3)]),
+    (
+        "C1",
+        "A hand-written loop shuffles, batches, loads and stacks in one thread, so a costly `__getitem__` leaves the accelerator waiting.",
+        [("01", 4)],
+    ),
+    (
+        "C2",
+        "DataLoader is a scheduler: sampler → dataset → collate_fn → optional workers and prefetching.",
+        [("01", 3)],
+    ),
+    (
+        "C3",
+        "With `drop_last=False` the last batch can be tiny and a batch of 1 breaks BatchNorm; drop it for training, keep it for validation.",
+        [("02", 3)],
+    ),
+    ("C4", "`shuffle=True` is a RandomSampler; `sampler=` with `shuffle=True` raises.", [("02", 5)]),
+    ("C5", "Use `shuffle=False` to debug with fixed batches.", [("02", 6)]),
+    (
+        "C6",
+        "`num_workers` defaults to 0; start near 4; too many workers cost memory and file handles and can slow things.",
+        [("03", 3), ("15", 2)],
+    ),
+    (
+        "C7",
+        "`prefetch_factor` (default 2) is batches per worker; raising it smooths jittery reads at a memory cost.",
+        [("03", 4)],
+    ),
+    (
+        "C8",
+        "`pin_memory=True` speeds host→GPU copies; pinned memory is hard to get when RAM is tight.",
+        [("19", 2)],
+    ),
+    (
+        "C9",
+        'Inject transforms; return consistent types; `convert("RGB")` avoids grayscale/RGBA shape errors.',
+        [("04", 1)],
+    ),
+    ("C10", "Caching preprocessed tensors roughly doubled throughput.", [("04", 2)]),
+    ("C11", "Default collate cannot stack variable lengths; pad and mask in `collate_fn`.", [("05", 2)]),
+    (
+        "C12",
+        "fork shares pages copy-on-write; *writes* copy them per worker; keep dataset data read-only.",
+        [("06", 4)],
+    ),
+    (
+        "C13",
+        "An unexhausted iterator leaves workers alive and can hang at exit; use `for`, or `del it` + `gc.collect()`.",
+        [("20", 3)],
+    ),
+    (
+        "C14",
+        "`persistent_workers=True` saves per-epoch start-up, but workers keep stale dataset state.",
+        [("20", 4), ("19", 1)],
+    ),
+    (
+        "C15",
+        "Forked workers inherit the RNG state, so `random`/NumPy augmentations repeat; seed them from `torch.initial_seed()`.",
+        [("07", 2)],
+    ),
+    (
+        "C16",
+        "For reproducibility pass `generator=torch.Generator().manual_seed(seed)` and reset it every epoch.",
+        [("07", 6), ("07", 7)],
+    ),
+    (
+        "C17",
+        'Worker errors surface as "worker exited unexpectedly" with the stack lost; lambdas fail to pickle; shared connections break.',
+        [("08", 2), ("08", 1), ("12", 3)],
+    ),
+    (
+        "C18",
+        "Weights 0.2 / 1.0 with replacement balance a 90/10 set; without replacement `num_samples` cannot exceed the dataset.",
+        [("09", 6)],
+    ),
+    (
+        "C19",
+        "DistributedSampler gives disjoint shards covering the dataset; without `set_epoch` every epoch has the same order.",
+        [("10", 3)],
+    ),
+    ("C20a", "With an IterableDataset `shuffle` has no effect.", [("11", 3)]),
+    (
+        "C20b",
+        "With an IterableDataset each worker replays the stream unless it shards.",
+        [("11", 2), ("11", 5)],
+    ),
+    (
+        "C21",
+        "2 → 8 workers plus `pin_memory` took GPU use from 30 % to 85 %; start from batch 64, 4 workers, pin_memory, drop_last, prefetch 4, persistent workers.",
+        [("19", 3)],
+    ),
 ]
 
 # claims whose notebook prints no verdict line yet: (verdict, measured), written by hand
@@ -110,8 +156,9 @@ def notebook(number: str, root: Path = ROOT) -> Path:
 
 def section_heading(path: Path, number: int) -> str:
     """The heading of section ``number`` of a notebook (`## 3. ...`)."""
-    markdown = "\n\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
-                           if c["cell_type"] == "markdown")
+    markdown = "\n\n".join(
+        "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"
+    )
     for heading in headings(markdown):
         if re.match(rf"^{number}\.\s", heading):
             return heading
@@ -143,8 +190,12 @@ def printed_verdicts(root: Path = ROOT) -> dict[str, dict]:
                 measured = re.sub(rf"^{verdict}\s*[:—–]\s*", "", rest) if verdict else rest
                 if cid in found:
                     raise ValueError(f"{cid} is printed twice: {found[cid]['notebook'].name} and {path.name}")
-                found[cid] = {"verdict": verdict or labels.get(cid), "measured": measured,
-                              "notebook": path, "heading": heading}
+                found[cid] = {
+                    "verdict": verdict or labels.get(cid),
+                    "measured": measured,
+                    "notebook": path,
+                    "heading": heading,
+                }
     return found
 
 
@@ -182,8 +233,10 @@ def ledger(root: Path = ROOT) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python tools/claims.py", description="Write docs/claims.md "
-                                     "from the notebooks' printed verdict lines.")
+    parser = argparse.ArgumentParser(
+        prog="python tools/claims.py",
+        description="Write docs/claims.md from the notebooks' printed verdict lines.",
+    )
     parser.add_argument("--check", action="store_true", help="only say whether docs/claims.md is current")
     args = parser.parse_args(argv)
     text = ledger()

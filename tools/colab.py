@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # `python tools/make_labs.py`.
 LOADERLAB_REPO = "https://github.com/loaderlab/loaderlab.git"
 MARK = "loaderlab-colab"  # the cell's metadata key: how a rerun finds the cell to replace
-TEMPLATE = '''\
+TEMPLATE = """\
 #@title On Colab, run this cell first: it fetches and installs the course (elsewhere it does nothing)
 def _on_colab(folder):
     import os
@@ -76,7 +76,7 @@ def _on_colab(folder):
 
 
 _on_colab("@FOLDER@")
-del _on_colab'''
+del _on_colab"""
 
 
 def source(folder: str) -> str:
@@ -86,7 +86,8 @@ def source(folder: str) -> str:
 
 def cell(folder: str) -> nbformat.NotebookNode:
     new = nbformat.v4.new_code_cell(
-        source(folder), metadata={MARK: True, "cellView": "form"}  # Colab shows the title only
+        source(folder),
+        metadata={MARK: True, "cellView": "form"},  # Colab shows the title only
     )
     new["id"] = "colab-setup"  # fixed, so a rerun writes the same file
     return new
@@ -110,8 +111,13 @@ def has_current_cell(nb: nbformat.NotebookNode, folder: str) -> bool:
     """True when ``nb`` has exactly one Colab cell, the current one, first after its title."""
     at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
     cells = [c for c in nb.cells if _is_colab_cell(c)]
-    return (len(cells) == 1 and len(nb.cells) > at and nb.cells[at] is cells[0]
-            and cells[0].source == source(folder) and not cells[0].get("outputs"))
+    return (
+        len(cells) == 1
+        and len(nb.cells) > at
+        and nb.cells[at] is cells[0]
+        and cells[0].source == source(folder)
+        and not cells[0].get("outputs")
+    )
 
 
 def folder_of(path: Path) -> str:
@@ -122,8 +128,10 @@ def folder_of(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python tools/colab.py", description="Put the current Colab "
-                                     "cell first in each notebook (idempotent).")
+    parser = argparse.ArgumentParser(
+        prog="python tools/colab.py",
+        description="Put the current Colab cell first in each notebook (idempotent).",
+    )
     parser.add_argument("notebooks", nargs="+", type=Path, metavar="NOTEBOOK.ipynb")
     parser.add_argument("--check", action="store_true", help="only say which notebooks lack the current cell")
     args = parser.parse_args(argv)

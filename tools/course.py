@@ -218,13 +218,17 @@ def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
     tiers: dict[str, list[tuple[dict[str, str], list[str]]]] = {
         "check": [({}, ["-n", "2", "-m", CHECK, "--durations=5", "tests"])],
         "test": [
-            ({"LOADERLAB_BUDGET_SECONDS": "90"},
-             ["-n", "3", *UNITS, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"]),
+            (
+                {"LOADERLAB_BUDGET_SECONDS": "90"},
+                ["-n", "3", *UNITS, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"],
+            ),
             ({}, [*serial, "-m", TIMING, "--durations=5", "tests"]),
         ],
         "test-spawn": [
-            ({}, ["-n", "2", "--dist", "load", "-m", f"({RELEASE}) and not timing", "--durations=8",
-                  "tests"]),
+            (
+                {},
+                ["-n", "2", "--dist", "load", "-m", f"({RELEASE}) and not timing", "--durations=8", "tests"],
+            ),
             ({}, [*serial, "-m", f"({RELEASE}) and timing", "tests"]),
         ],
         "unit": [({}, ["-n", "2", *UNITS, "-m", COURSE, "tests"]), ({}, [*serial, "-m", TIMING, "tests"])],
@@ -302,8 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Runner(args.dry_run)
     command = args.command
     if command not in offered:
-        why = (" is a maintainer's command: this student copy of the course has no tests/ or solutions/"
-               if command in COMMANDS else f": no such command; choose from {', '.join(offered)}")
+        why = (
+            " is a maintainer's command: this student copy of the course has no tests/ or solutions/"
+            if command in COMMANDS
+            else f": no such command; choose from {', '.join(offered)}"
+        )
         print(f"course.py {command}{why}", file=sys.stderr)
         return 2
     level = COMMANDS[command][0]
@@ -314,8 +321,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "student":
         return run([sys.executable, "tools/make_student.py", *extra])
     if command == "claims":  # standard library only: the notebooks' stored outputs, no kernel
-        return run([python if python.exists() else sys.executable, "tools/claims.py",
-                    *(["--check"] if args.check else []), *extra])
+        return run(
+            [
+                python if python.exists() else sys.executable,
+                "tools/claims.py",
+                *(["--check"] if args.check else []),
+                *extra,
+            ]
+        )
     if command == "preflight":  # no setup: before it, preflight checks what the standard library can
         return run([python if python.exists() else sys.executable, "tools/preflight.py", *extra])
     if level is not None:

@@ -46,9 +46,15 @@ def kernel_name() -> str:
     return KERNEL if KERNEL in kernel_specs() else "python3"
 
 
-def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
-           allow_errors: bool = False, client_class: type[NotebookClient] = NotebookClient,
-           **options: Any) -> NotebookClient:
+def client(
+    nb: nbformat.NotebookNode,
+    folder: Path,
+    *,
+    timeout: float = 300,
+    allow_errors: bool = False,
+    client_class: type[NotebookClient] = NotebookClient,
+    **options: Any,
+) -> NotebookClient:
     """The one way the course runs a notebook: a client for ``nb`` in a fresh kernel whose working
     folder is ``folder``, each cell at most ``timeout`` s, no timing or widget state in outputs.
     ``client(...).execute()`` runs it all; a caller that needs cell-by-cell control (the grader)
@@ -70,8 +76,12 @@ def client(nb: nbformat.NotebookNode, folder: Path, *, timeout: float = 300,
     )
 
 
-def run(path: Path, timeout: float = 300, allow_errors: bool = False,
-        on_kernel: Callable[[NotebookClient], None] | None = None) -> tuple[nbformat.NotebookNode, float]:
+def run(
+    path: Path,
+    timeout: float = 300,
+    allow_errors: bool = False,
+    on_kernel: Callable[[NotebookClient], None] | None = None,
+) -> tuple[nbformat.NotebookNode, float]:
     """Execute the notebook at ``path`` from its own folder; return it with its outputs, and the
     seconds it took (kernel start included). Raises nbclient's CellExecutionError on a cell's
     error unless ``allow_errors``. The file is not written. ``on_kernel(client)`` is called once
@@ -132,11 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.execute_notebooks", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("notebook", nargs="*",
-                        help="notebooks or folders (default: notebooks/ and solutions/)")
+    parser.add_argument(
+        "notebook", nargs="*", help="notebooks or folders (default: notebooks/ and solutions/)"
+    )
     parser.add_argument("--no-write", action="store_true", help="only check that they run")
-    parser.add_argument("--record", action="store_true",
-                        help="hand over to the recorder (tools/record.py: make record)")
+    parser.add_argument(
+        "--record", action="store_true", help="hand over to the recorder (tools/record.py: make record)"
+    )
     args, rest = parser.parse_known_args(argv)
     if args.record:  # the recorder: one implementation of the course's record
         try:

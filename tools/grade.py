@@ -68,8 +68,9 @@ PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints t
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
 ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
-IMPORTS = re.compile(r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)",
-                     re.M)
+IMPORTS = re.compile(
+    r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M
+)
 CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
@@ -103,14 +104,18 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Return the parsed options; raise UsageError on a missing file, a bad --timeout or --lab."""
-    parser = _Parser(prog="python tools/grade.py", description="Grade lab notebooks, each in its own "
-                     "kernel with its lab's official checks (the lab from the notebook's metadata).")
+    parser = _Parser(
+        prog="python tools/grade.py",
+        description="Grade lab notebooks, each in its own "
+        "kernel with its lab's official checks (the lab from the notebook's metadata).",
+    )
     parser.add_argument("submissions", nargs="+", help="submitted .ipynb files, or folders of them")
     parser.add_argument("--csv", required=True, help="where to write student,submission,lab,points,...")
     parser.add_argument("--timeout", default="120", help="seconds each submission may run (default 120)")
     parser.add_argument("--lab", help="grade every submission as this lab (e.g. 03), whatever its metadata")
-    parser.add_argument("--feedback", help="folder for one feedback file per submission "
-                        "(default: feedback/ beside the CSV)")
+    parser.add_argument(
+        "--feedback", help="folder for one feedback file per submission (default: feedback/ beside the CSV)"
+    )
     args = parser.parse_args(list(argv))
     try:
         args.timeout = float(args.timeout)
@@ -119,8 +124,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if not 0 < args.timeout <= 24 * 3600:
         raise UsageError(f"--timeout must be > 0 and at most a day, got {args.timeout:g}")
     if args.lab is not None and official_lab(args.lab) is None:
-        raise UsageError(f"--lab {args.lab}: no such lab (two digits, one of "
-                         f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})")
+        raise UsageError(
+            f"--lab {args.lab}: no such lab (two digits, one of "
+            f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})"
+        )
     paths: list[Path] = []
     args.roots = {}  # submission -> the folder argument it was found under (names its student)
     for name in args.submissions:
@@ -168,8 +175,9 @@ class Course:
     (``loaderlab/**/*.py``), the lesson modules (``notebooks/*.py``) and the official labs."""
 
     def __init__(self, root: Path = ROOT) -> None:
-        self.package = {p.relative_to(root).as_posix(): p.read_bytes()
-                        for p in sorted((root / "loaderlab").rglob("*.py"))}
+        self.package = {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / "loaderlab").rglob("*.py"))
+        }
         self.lessons = {p.name: p.read_bytes() for p in sorted((root / "notebooks").glob("*.py"))}
         self.labs = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "labs").glob("*.ipynb"))}
 
@@ -209,8 +217,10 @@ def _error(cell):
 def _kernel_name() -> str:
     """Return the course kernel's name; raise UsageError when it is not registered."""
     if KERNEL not in kernel_specs():
-        raise UsageError(f"the course's Jupyter kernel {KERNEL!r} is not registered: run `make setup` "
-                         f"in the course folder (it registers it), then grade again")
+        raise UsageError(
+            f"the course's Jupyter kernel {KERNEL!r} is not registered: run `make setup` "
+            f"in the course folder (it registers it), then grade again"
+        )
     return KERNEL
 
 
@@ -231,7 +241,7 @@ def lab_checks(lab_text: str) -> tuple[list, list[Check], list[str]]:
             if found and found.group(2) in modules:
                 checks.append(Check(found.group(2), modules[found.group(2)], found.group(3)))
                 last = index
-    closing = [c.source for c in official[last + 1:]] if checks else []
+    closing = [c.source for c in official[last + 1 :]] if checks else []
     return official, checks, closing
 
 
@@ -244,8 +254,11 @@ def _student_cells(nb, closing: list[str]) -> list:
     cells = []
     for number, cell in enumerate(nb.cells, 1):
         lines = cell.source.splitlines()
-        if cell.cell_type == "code" and cell.source.strip() not in skip and not (
-                CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines))):
+        if (
+            cell.cell_type == "code"
+            and cell.source.strip() not in skip
+            and not (CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines)))
+        ):
             cells.append(nbformat.v4.new_code_cell(cell.source, metadata={"student_cell": number}))
     return cells
 
@@ -301,8 +314,13 @@ def _silent(client, code: str, expression: str | None, deadline: float) -> dict:
 
     async def request() -> dict:
         kc = client.kc
-        msg_id = kc.execute(code, silent=True, store_history=False, allow_stdin=False,
-                            user_expressions={"verdict": expression} if expression else {})
+        msg_id = kc.execute(
+            code,
+            silent=True,
+            store_history=False,
+            allow_stdin=False,
+            user_expressions={"verdict": expression} if expression else {},
+        )
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -326,8 +344,9 @@ def _silent(client, code: str, expression: str | None, deadline: float) -> dict:
 def _check_reply(content: dict) -> None:
     """Raise when the grader's own silent request failed in the kernel (before any student cell)."""
     if content.get("status") != "ok":
-        raise RuntimeError(f"the grader's set-up failed in the kernel: {content.get('ename')}: "
-                           f"{content.get('evalue')}")
+        raise RuntimeError(
+            f"the grader's set-up failed in the kernel: {content.get('ename')}: {content.get('evalue')}"
+        )
 
 
 def _verdict(content: dict, key: str, check: Check) -> None:
@@ -356,6 +375,7 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     import psutil
 
     from loaderlab.processes import kill_tree  # the course's one way to kill a process tree
+
     try:  # the course's one way to run a notebook (imported as tools.grade, or run as a script)
         from tools.execute_notebooks import client as notebook_client
     except ImportError:
@@ -372,12 +392,22 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     client, where = None, "before the first cell"
     try:
         work = course.layout(tmp / "course")
-        client = notebook_client(nbformat.v4.new_notebook(cells=cells + finish), work, timeout=timeout,
-                                 allow_errors=True, client_class=_capped_client_class(),
-                                 shutdown_kernel="immediate")  # the course's kernel: main() checked it
+        client = notebook_client(
+            nbformat.v4.new_notebook(cells=cells + finish),
+            work,
+            timeout=timeout,
+            allow_errors=True,
+            client_class=_capped_client_class(),
+            shutdown_kernel="immediate",
+        )  # the course's kernel: main() checked it
         path = os.pathsep.join(filter(None, [str(tmp / "course" / "package"), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "MPLBACKEND": "agg", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path,
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "MPLBACKEND": "agg",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": path,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         with client.setup_kernel(env=env, stderr=subprocess.DEVNULL):  # not the kernel's log lines
             kernel = psutil.Process(client.km.provisioner.process.pid)
             tracked: list[Any] = []
@@ -385,8 +415,9 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
             try:
                 kernel_code = tmp / f"{secrets.token_hex(8)}.py"
                 kernel_code.write_bytes(KERNEL_CODE.read_bytes())
-                prelude = PRELUDE.format(module=f"_{secrets.token_hex(8)}", path=str(kernel_code),
-                                         entry=entry, key=key)
+                prelude = PRELUDE.format(
+                    module=f"_{secrets.token_hex(8)}", path=str(kernel_code), entry=entry, key=key
+                )
                 _check_reply(_silent(client, prelude, None, deadline))
                 kernel_code.unlink()
                 for index, cell in enumerate(cells):
@@ -407,8 +438,10 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     except (CellTimeoutError, _Overtime):
         return f"timeout: still running after {timeout:g} s, {where}", checks
     except (DeadKernelError, _KernelDied):
-        return (f"the kernel died {where}: the code ended its own process (os._exit, a signal), ran out "
-                f"of memory or crashed in native code; nothing after it ran"), checks
+        return (
+            f"the kernel died {where}: the code ended its own process (os._exit, a signal), ran out "
+            f"of memory or crashed in native code; nothing after it ran"
+        ), checks
     except RuntimeError as exc:  # the kernel did not start
         return f"could not start a kernel: {' '.join(str(exc).split())[:120]}", checks
     finally:
@@ -447,7 +480,7 @@ def _line(check: Check) -> tuple[str, str]:
     for line in reversed(check.out.splitlines()):
         for mark in (FAIL, PENDING, PASS):
             if line.startswith(mark):
-                return mark, line[len(mark):].strip()
+                return mark, line[len(mark) :].strip()
     return "", ""
 
 
@@ -493,8 +526,12 @@ def grade(path: Path, timeout: float, course: Course, lab: str | None = None) ->
         meta = nb.metadata.get("loaderlab")
         lab = str(meta.get("lab", "")) if isinstance(meta, dict) else ""
     if not lab:
-        return Result(str(path), "", False, "unknown lab: no loaderlab metadata (was the notebook made "
-                      "from labs/? grade it with --lab NN)")
+        return Result(
+            str(path),
+            "",
+            False,
+            "unknown lab: no loaderlab metadata (was the notebook made from labs/? grade it with --lab NN)",
+        )
     lab_file = official_lab(lab)
     if lab_file is None or lab_file.name not in course.labs:
         return Result(str(path), lab, False, f"unknown lab {lab!r}: no labs/{lab}_*.ipynb in this course")
@@ -506,8 +543,11 @@ def grade(path: Path, timeout: float, course: Course, lab: str | None = None) ->
 
 def course_python(root: Path | None = None, platform: str = sys.platform) -> Path:
     """The course environment's Python (.venv/bin/python, or .venv\\Scripts\\python.exe on Windows)."""
-    return (ROOT if root is None else root) / ".venv" / ("Scripts/python.exe" if platform == "win32"
-                                                         else "bin/python")
+    return (
+        (ROOT if root is None else root)
+        / ".venv"
+        / ("Scripts/python.exe" if platform == "win32" else "bin/python")
+    )
 
 
 def in_course_env() -> bool:
@@ -523,9 +563,12 @@ def relaunch(argv: Sequence[str]) -> int:
     or 2 with one sentence when the course is not set up."""
     python = course_python()
     if not python.exists():
-        print(f"tools/grade.py: this Python ({sys.executable}) lacks the notebook tools and the course "
-              f"has no .venv yet: run `make setup` (or `python tools/course.py setup`) in "
-              f"{ROOT.name}/, then grade again", file=sys.stderr)
+        print(
+            f"tools/grade.py: this Python ({sys.executable}) lacks the notebook tools and the course "
+            f"has no .venv yet: run `make setup` (or `python tools/course.py setup`) in "
+            f"{ROOT.name}/, then grade again",
+            file=sys.stderr,
+        )
         return 2
     try:
         return subprocess.call([str(python), str(Path(__file__).resolve()), *argv])
@@ -569,8 +612,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary_file = Path(args.csv).with_name(Path(args.csv).stem + "_summary.txt")
     summary_file.write_text(table + "\n", encoding="utf-8")
     print(table)
-    print(f"grades written to {args.csv}, the summary to {summary_file.name}, "
-          f"one feedback file per submission to {args.feedback}")
+    print(
+        f"grades written to {args.csv}, the summary to {summary_file.name}, "
+        f"one feedback file per submission to {args.feedback}"
+    )
     return status
 
 

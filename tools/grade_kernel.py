@@ -65,14 +65,31 @@ def capture(key: str) -> Callable[..., Any]:
     shell = get_ipython()
     builtins_dict = vars(builtins)
     kept_builtins = dict(builtins_dict)
-    kinds = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, type,
-             types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinMethodType)
+    kinds = (
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.ModuleType,
+        type,
+        types.MethodDescriptorType,
+        types.WrapperDescriptorType,
+        types.BuiltinMethodType,
+    )
     snapshot = _snapshot(sys.modules, kinds)
     modules, path, importer_cache = sys.modules, sys.path, sys.path_importer_cache
     meta_path, path_hooks = list(sys.meta_path), list(sys.path_hooks)
     sys_dict = vars(sys)
-    names = ("stdout", "stderr", "displayhook", "excepthook", "modules", "path", "meta_path", "path_hooks",
-             "path_importer_cache")
+    names = (
+        "stdout",
+        "stderr",
+        "displayhook",
+        "excepthook",
+        "modules",
+        "path",
+        "meta_path",
+        "path_hooks",
+        "path_importer_cache",
+    )
     kept_sys: dict[str, Any] = {k: sys_dict[k] for k in names if k in sys_dict}
     callbacks = shell.events.callbacks
     events = {k: list(v) for k, v in callbacks.items()}

@@ -57,8 +57,9 @@ def write_csv(results: list[Result], path: Path) -> None:
         writer.writerow(HEADER)
         for r in results:
             parts = [int(p) for p in r.parts[:2]] + [""] * (2 - len(r.parts[:2]))
-            writer.writerow([r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason,
-                             *parts])
+            writer.writerow(
+                [r.student, r.submission, r.lab, f"{r.points:g}", POINTS, int(r.passed), r.reason, *parts]
+            )
 
 
 def student_of(path: Path, root: Path | None = None) -> str:
@@ -80,15 +81,21 @@ def student_of(path: Path, root: Path | None = None) -> str:
 def feedback(result: Result) -> str:
     """The text a student reads: lab, points, each check's sentence and hint, or why nothing ran."""
     mark = PASS if result.passed else FAIL
-    lines = [f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
-             f"submission: {Path(result.submission).name}", ""]
+    lines = [
+        f"loaderlab lab {result.lab or '?'}: {result.points:g} of {POINTS} points {mark}",
+        f"submission: {Path(result.submission).name}",
+        "",
+    ]
     for name, ok, sentence in result.checks:
         lines.append(f"{PASS if ok else FAIL} {name}: {sentence}")
     if result.reason and not any(result.reason.endswith(s) for _, ok, s in result.checks if not ok):
         lines += ["", f"Why: {result.reason}"]
     if not result.passed:
-        lines += ["", "Fix what the first ❌ line says (its hint names the notebook section), run the "
-                  "lab's check cell again until it prints ✅, then hand the notebook in again."]
+        lines += [
+            "",
+            "Fix what the first ❌ line says (its hint names the notebook section), run the "
+            "lab's check cell again until it prints ✅, then hand the notebook in again.",
+        ]
     return "\n".join(lines) + "\n"
 
 

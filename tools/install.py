@@ -274,12 +274,24 @@ def compile_packages() -> None:
 # the room's platforms -> (uv's name for it, pip's platform tags: a wheel fits when it carries one);
 # torch 2.13 ships manylinux_2_28 (Linux), macosx_11_0 and later (Apple silicon) and win_amd64 wheels
 PLATFORMS = {
-    "linux-x86_64": ("x86_64-manylinux_2_28", [
-        "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-        "manylinux_2_5_x86_64", "manylinux1_x86_64"]),
-    "macos-arm64": ("aarch64-apple-darwin", [
-        *(f"macosx_{major}_0_{arch}" for major in range(15, 10, -1) for arch in ("arm64", "universal2")),
-        *(f"macosx_10_{minor}_universal2" for minor in (16, 15, 14, 13, 12, 9))]),
+    "linux-x86_64": (
+        "x86_64-manylinux_2_28",
+        [
+            "manylinux_2_28_x86_64",
+            "manylinux_2_27_x86_64",
+            "manylinux_2_17_x86_64",
+            "manylinux2014_x86_64",
+            "manylinux_2_5_x86_64",
+            "manylinux1_x86_64",
+        ],
+    ),
+    "macos-arm64": (
+        "aarch64-apple-darwin",
+        [
+            *(f"macosx_{major}_0_{arch}" for major in range(15, 10, -1) for arch in ("arm64", "universal2")),
+            *(f"macosx_10_{minor}_universal2" for minor in (16, 15, 14, 13, 12, 9)),
+        ],
+    ),
     "windows-amd64": ("x86_64-pc-windows-msvc", ["win_amd64"]),
 }
 PYTHONS = ("3.11", "3.12", "3.13")
@@ -292,8 +304,20 @@ def target_options(platform: str, python: str) -> list[str]:
     ``python`` ('3.12') instead of this machine's: binary wheels only."""
     abi = "cp" + python.replace(".", "")
     tags = [option for tag in PLATFORMS[platform][1] for option in ("--platform", tag)]
-    return ["--only-binary=:all:", *tags, "--python-version", python, "--implementation", "cp",
-            "--abi", abi, "--abi", "abi3", "--abi", "none"]
+    return [
+        "--only-binary=:all:",
+        *tags,
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        "--abi",
+        abi,
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+    ]
 
 
 def uv() -> list[str] | None:
@@ -302,16 +326,40 @@ def uv() -> list[str] | None:
     return [found] if found else None
 
 
-def compiled(requirements: Path, platform: str, python: str, out: Path, offline_from: Path | None = None,
-             index: str | None = None) -> tuple[bool, str]:
+def compiled(
+    requirements: Path,
+    platform: str,
+    python: str,
+    out: Path,
+    offline_from: Path | None = None,
+    index: str | None = None,
+) -> tuple[bool, str]:
     """Pin every package ``platform``/``python`` installs (markers evaluated for that platform)
     into ``out`` with uv; ``offline_from``: resolve from that folder of wheels alone, no index.
     Return (done, why not)."""
-    where = (["--no-index", "--find-links", str(offline_from)] if offline_from else
-             (["--extra-index-url", index, "--index-strategy", "unsafe-best-match"] if index else []))
-    command = [*(uv() or ["uv"]), "pip", "compile", str(requirements), "--python-platform",
-               PLATFORMS[platform][0], "--python-version", python, "--no-annotate", "--no-header", "-q",
-               "--only-binary", ":all:", *where, "-o", str(out)]
+    where = (
+        ["--no-index", "--find-links", str(offline_from)]
+        if offline_from
+        else (["--extra-index-url", index, "--index-strategy", "unsafe-best-match"] if index else [])
+    )
+    command = [
+        *(uv() or ["uv"]),
+        "pip",
+        "compile",
+        str(requirements),
+        "--python-platform",
+        PLATFORMS[platform][0],
+        "--python-version",
+        python,
+        "--no-annotate",
+        "--no-header",
+        "-q",
+        "--only-binary",
+        ":all:",
+        *where,
+        "-o",
+        str(out),
+    ]
     # torch 2.13's Apple-silicon wheels need macOS 14, debugpy 1.8.22's 15 (uv's default is older)
     target = {"MACOSX_DEPLOYMENT_TARGET": MACOS_TARGET} if platform.startswith("macos") else {}
     env = {**os.environ, **target}
@@ -342,8 +390,10 @@ def room_wheelhouse(requirements: Path, dest: Path, platforms: list[str], python
     """Download the wheels of every platform × Python into ``dest`` (one flat folder), then
     resolve the requirements for each from ``dest`` alone; print what each laptop installs."""
     if uv() is None and pip(["install", *QUIET, UV]):  # resolves for another platform than this one
-        print(f"the room's wheelhouse needs uv to resolve for other platforms, and `pip install {UV}` "
-              "failed (above): install it, then run this again")
+        print(
+            f"the room's wheelhouse needs uv to resolve for other platforms, and `pip install {UV}` "
+            "failed (above): install it, then run this again"
+        )
         return 2
     dest.mkdir(parents=True, exist_ok=True)
     failed = []
@@ -354,14 +404,28 @@ def room_wheelhouse(requirements: Path, dest: Path, platforms: list[str], python
                 print(f"== {platform}, Python {python}", flush=True)
                 pins = Path(folder) / f"{platform}-{python}.txt"
                 if index is not None and not answers(index):  # never the CUDA build of the default index
-                    print(f"   skipped: torch's CPU build comes from {index}, which did not answer; run this "
-                          "again where it answers (docs/install.md)")
+                    print(
+                        f"   skipped: torch's CPU build comes from {index}, which did not answer; run this "
+                        "again where it answers (docs/install.md)"
+                    )
                     failed.append(f"{platform}/{python}")
                     continue
                 ok, why = compiled(requirements, platform, python, pins, index=index)
                 extra = ["--extra-index-url", index] if index else []
-                if not ok or pip(["download", *QUIET, "--no-deps", "--dest", str(dest), *extra,
-                                  *target_options(platform, python), "-r", str(pins), "setuptools"]):
+                if not ok or pip(
+                    [
+                        "download",
+                        *QUIET,
+                        "--no-deps",
+                        "--dest",
+                        str(dest),
+                        *extra,
+                        *target_options(platform, python),
+                        "-r",
+                        str(pins),
+                        "setuptools",
+                    ]
+                ):
                     print(f"   not complete: {why if not ok else 'pip download failed (above)'}")
                     failed.append(f"{platform}/{python}")
     rows = [("platform", "python", "resolves offline", "MiB")]
@@ -372,8 +436,10 @@ def room_wheelhouse(requirements: Path, dest: Path, platforms: list[str], python
             failed += [] if ok else [f"{platform}/{python}"]
     files = list(dest.glob("*.whl"))
     print("\n".join(f"{a:<14} {b:<6} {c:<40} {d:>6}" for a, b, c, d in rows))
-    print(f"{dest}: {len(files)} wheels, {sum(f.stat().st_size for f in files) / 2**20:,.0f} MiB in all; "
-          "each student copies it and runs `make lab OFFLINE=1`")
+    print(
+        f"{dest}: {len(files)} wheels, {sum(f.stat().st_size for f in files) / 2**20:,.0f} MiB in all; "
+        "each student copies it and runs `make lab OFFLINE=1`"
+    )
     return 1 if failed else 0
 
 
@@ -393,8 +459,9 @@ def resolve_offline(requirements: Path, dest: Path, platform: str, python: str) 
     return True, size, ""
 
 
-def wheelhouse(requirements: Path, dest: Path, platforms: list[str] | None = None,
-               pythons: list[str] | None = None) -> int:
+def wheelhouse(
+    requirements: Path, dest: Path, platforms: list[str] | None = None, pythons: list[str] | None = None
+) -> int:
     """Download every wheel a student needs into ``dest`` (setuptools too: the offline build
     of the editable package needs it): for this machine, or for ``platforms`` × ``pythons``."""
     if platforms or pythons:
@@ -418,10 +485,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dev-requirements", type=Path, default=DEV_REQUIREMENTS)
     parser.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
     parser.add_argument("--offline", action="store_true", help="install from --wheelhouse only")
-    parser.add_argument("--platforms", help="wheelhouse: for these platforms, comma-separated, or 'all' "
-                        f"({', '.join(PLATFORMS)}); default: this machine")
-    parser.add_argument("--pythons", help=f"wheelhouse: for these Pythons (default with --platforms: "
-                        f"{','.join(PYTHONS)})")
+    parser.add_argument(
+        "--platforms",
+        help="wheelhouse: for these platforms, comma-separated, or 'all' "
+        f"({', '.join(PLATFORMS)}); default: this machine",
+    )
+    parser.add_argument(
+        "--pythons", help=f"wheelhouse: for these Pythons (default with --platforms: {','.join(PYTHONS)})"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="resolve (pip --dry-run) without installing; skips the package"
     )
@@ -431,8 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     pythons = [p for p in (args.pythons or "").split(",") if p]
     wrong = [p for p in platforms if p not in PLATFORMS] + [p for p in pythons if p not in PYTHONS]
     if wrong:
-        parser.error(f"unknown platform or Python {wrong[0]!r}: platforms {', '.join(PLATFORMS)}; "
-                     f"Pythons {', '.join(PYTHONS)}")
+        parser.error(
+            f"unknown platform or Python {wrong[0]!r}: platforms {', '.join(PLATFORMS)}; "
+            f"Pythons {', '.join(PYTHONS)}"
+        )
     if args.command == "wheelhouse":
         return wheelhouse(args.requirements, args.wheelhouse, platforms, pythons)
     return setup(

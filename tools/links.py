@@ -133,8 +133,9 @@ class Link:
             return None
         near = difflib.get_close_matches(anchor, found, n=1, cutoff=0.0)
         form = "JupyterLab" if path.suffix == ".ipynb" else "site"
-        return (f"no heading #{anchor} in {path.name} ({form} form)"
-                + (f"; closest: #{near[0]}" if near else ""))
+        return f"no heading #{anchor} in {path.name} ({form} form)" + (
+            f"; closest: #{near[0]}" if near else ""
+        )
 
 
 def links_in_markdown(text: str, source: str, holder: Path) -> list[Link]:
@@ -163,15 +164,16 @@ def course_links(root: Path = ROOT) -> list[Link]:
 
 def broken(root: Path = ROOT) -> list[str]:
     """One line per link that does not resolve: where it is, the link, why, the closest heading."""
-    return [f"{link.source}: ({link.target}) {why}" for link in course_links(root)
-            if (why := link.problem())]
+    return [f"{link.source}: ({link.target}) {why}" for link in course_links(root) if (why := link.problem())]
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    argparse.ArgumentParser(prog="python tools/links.py", description="Resolve every link of the course "
-                            "where it is read; print the broken ones (exit 1).").parse_args(argv)
+    argparse.ArgumentParser(
+        prog="python tools/links.py",
+        description="Resolve every link of the course where it is read; print the broken ones (exit 1).",
+    ).parse_args(argv)
     lines = broken()
     print("\n".join(lines) if lines else "every link resolves")
     return 1 if lines else 0

@@ -78,8 +78,9 @@ def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
     command = [*profile.prefix, sys.executable, "-m", "tools.execute_notebooks", "--no-write", str(path)]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, cwd=ROOT, env=environment(profile), capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            command, cwd=ROOT, env=environment(profile), capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return f"❌ still running after {timeout:.0f} s"
     seconds = time.perf_counter() - start
@@ -87,8 +88,12 @@ def run_one(path: Path, profile: Profile, timeout: float = TIMEOUT_S) -> str:
         return f"✅ {seconds:.0f} s"
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     failed = next((line for line in lines if line.startswith("FAILED")), lines[-1] if lines else "no output")
-    print(f"{path.relative_to(ROOT).as_posix()} on {profile.name}: {failed}",
-          *[line for line in lines if line.startswith("    | ")], sep="\n", flush=True)  # what it printed
+    print(
+        f"{path.relative_to(ROOT).as_posix()} on {profile.name}: {failed}",
+        *[line for line in lines if line.startswith("    | ")],
+        sep="\n",
+        flush=True,
+    )  # what it printed
     return "❌ " + cell_text(failed.split(": ", 1)[-1])
 
 
@@ -96,7 +101,7 @@ def cell_text(text: str, limit: int = 100) -> str:
     """One line a Markdown table can hold: no pipes, no machine paths, at most ``limit`` characters."""
     text = re.sub(r"(/(?:work|root|tmp|home|Users)/)\S*", "PATH", " ".join(text.split()))
     text = text.replace("|", "/")
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 HEADER = """# Where the course was tried
@@ -158,10 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.machines", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("notebook", nargs="*",
-                        help="notebooks or folders (default: notebooks/ and solutions/)")
-    parser.add_argument("--profile", action="append", default=[], metavar="NAME",
-                        help=f"one of {', '.join(p.name for p in PROFILES)} (again for more; default: all)")
+    parser.add_argument(
+        "notebook", nargs="*", help="notebooks or folders (default: notebooks/ and solutions/)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"one of {', '.join(p.name for p in PROFILES)} (again for more; default: all)",
+    )
     parsed = parser.parse_args(argv)
     names, args = parsed.profile, parsed.notebook
     profiles = [p for p in PROFILES if not names or p.name in names]

@@ -28,14 +28,40 @@ SNIPPETS = ROOT / "docs" / "snippets"
 PAGE = ROOT / "docs" / "recipes.md"
 SHEET = ROOT / "docs" / "cheatsheet.md"
 ORDER = [
-    "first_loader", "loop_to_loader", "drop_last_and_debug_order", "loader_configs",
-    "choose_num_workers", "image_dataset", "pad_collate", "bucketing", "packed_rows", "worker_seeding",
-    "reproducible_loader", "timeouts_and_debugging", "per_process_resources", "hdf5_per_process",
-    "epoch_sampler", "skip_corrupt_samples", "train_eval_split", "balanced_weights", "undersampling",
+    "first_loader",
+    "loop_to_loader",
+    "drop_last_and_debug_order",
+    "loader_configs",
+    "choose_num_workers",
+    "image_dataset",
+    "pad_collate",
+    "bucketing",
+    "packed_rows",
+    "worker_seeding",
+    "reproducible_loader",
+    "timeouts_and_debugging",
+    "per_process_resources",
+    "hdf5_per_process",
+    "epoch_sampler",
+    "skip_corrupt_samples",
+    "train_eval_split",
+    "balanced_weights",
+    "undersampling",
     "ddp_epochs",
-    "sharded_iterable", "shuffle_buffer", "main_guard", "start_method_preload", "resume_mid_epoch",
-    "data_wait", "profile_loader", "out_of_order", "sharing_strategy", "thread_loader", "loader_limits",
-    "memory_budget", "threads_in_workers", "uneven_shards",
+    "sharded_iterable",
+    "shuffle_buffer",
+    "main_guard",
+    "start_method_preload",
+    "resume_mid_epoch",
+    "data_wait",
+    "profile_loader",
+    "out_of_order",
+    "sharing_strategy",
+    "thread_loader",
+    "loader_limits",
+    "memory_budget",
+    "threads_in_workers",
+    "uneven_shards",
 ]
 HEADER = """# Recipes: every copy-paste snippet
 
@@ -90,66 +116,143 @@ def render() -> str:
 
 # (symptom, the fix in one sentence, snippet file, objects shown, notebook): one recipe per pitfall
 PITFALLS = [
-    ("The last batch holds 1 sample and BatchNorm raises",
-     "`drop_last=True` for training, never for validation.",
-     "drop_last_and_debug_order", ["train_and_val_loaders"], "02"),
-    ("The step waits for data (is loading the bottleneck?)",
-     "time the wait inside `next(loader)`: over about 0.2 of the epoch, fix the input pipeline.",
-     "data_wait", ["data_wait_fraction"], "14"),
-    ("How many workers?",
-     "measure samples per second for a few counts, workers kept alive between epochs.",
-     "choose_num_workers", ["sweep_num_workers"], "03"),
-    ("Sequences of different lengths do not stack",
-     "pad in `collate_fn` to the batch's longest, with a padding mask from the lengths "
-     "(True at padding, as `torch.nn` takes it).",
-     "pad_collate", ["pad_collate"], "05"),
-    ("Worker memory grows with `num_workers` (copy-on-write)",
-     "keep big tables in a few tensors (bytes + offsets), not one Python object per row: they stay "
-     "shared under fork, spawn and forkserver (NumPy arrays are copied into spawn workers).",
-     "packed_rows", ["pack_rows", "Captions"], "06"),
-    ("Augmentations repeat across workers or epochs",
-     "keep a seed, build the generator in the worker from `get_worker_info().seed`; never ship one.",
-     "worker_seeding", ["NoisySamples.generator", "NoisySamples.__getstate__"], "07"),
-    ("Two runs load different data",
-     "a `generator=` seeded once (not every epoch; `seed + epoch` to rebuild one epoch), "
-     "and the same `num_workers`.",
-     "reproducible_loader", ["reproducible_loader"], "07"),
-    ("A worker hangs on a lock, or reads wrong records",
-     "open files, clients and locks in the process that uses them, on first use.",
-     "per_process_resources", ["RecordsFile._file"], "20"),
-    ("One unreadable image ends the epoch, or `found <class 'NoneType'>`",
-     "drop the `None`s in `collate_fn` (None for an empty batch); better, scan once and train on a `Subset`.",
-     "skip_corrupt_samples", ["skip_broken_collate"], "21"),
-    ("Validation numbers change between two passes",
-     "`random_split` shares one dataset and its random transform: two datasets, one set of indices.",
-     "train_eval_split", ["train_and_val_sets"], "22"),
-    ("A hang with no error",
-     "`timeout=` turns it into an error after a bound.",
-     "timeouts_and_debugging", ["guarded_loader"], "08"),
-    ("Every epoch has the same order under DDP",
-     "`sampler.set_epoch(epoch)` before every epoch.",
-     "ddp_epochs", ["train_epochs"], "10"),
-    ("An IterableDataset yields every item once per worker",
-     "shard by `(rank, worker)` in `__iter__`.",
-     "sharded_iterable", ["RankWorkerShardedStream.__iter__"], "11"),
-    ("`Can't get attribute … on <module '__main__'>`, or a bootstrapping `RuntimeError` (spawn)",
-     "worker code in an importable module, training under the `__main__` guard.",
-     "main_guard", ["main"], "12"),
-    ("`Too many open files` when keeping batches",
-     "keep private copies, which hold no descriptor.",
-     "sharing_strategy", ["keep"], "15"),
-    ("`DataLoader worker (pid X) is killed by signal: Killed` (out of memory)",
-     "predict the peak: main + workers × (start + growth + prefetch_factor × batch); cut growth first.",
-     "memory_budget", ["loader_budget_mb"], "23"),
-    ("Workers run NumPy/OpenCV code and the epoch got slower with more workers",
-     "one BLAS and OpenCV thread per worker, set in `worker_init_fn`.",
-     "threads_in_workers", ["one_thread_per_worker"], "24"),
-    ("A DDP job hangs at the end of an epoch",
-     "the same batch count on every rank: `all_reduce(MIN)` of `len(loader)`.",
-     "uneven_shards", ["common_batches"], "25"),
-    ("A rare class is hardly ever drawn",
-     "inverse-frequency weights in a `WeightedRandomSampler`.",
-     "balanced_weights", ["balanced_sampler"], "09"),
+    (
+        "The last batch holds 1 sample and BatchNorm raises",
+        "`drop_last=True` for training, never for validation.",
+        "drop_last_and_debug_order",
+        ["train_and_val_loaders"],
+        "02",
+    ),
+    (
+        "The step waits for data (is loading the bottleneck?)",
+        "time the wait inside `next(loader)`: over about 0.2 of the epoch, fix the input pipeline.",
+        "data_wait",
+        ["data_wait_fraction"],
+        "14",
+    ),
+    (
+        "How many workers?",
+        "measure samples per second for a few counts, workers kept alive between epochs.",
+        "choose_num_workers",
+        ["sweep_num_workers"],
+        "03",
+    ),
+    (
+        "Sequences of different lengths do not stack",
+        "pad in `collate_fn` to the batch's longest, with a padding mask from the lengths "
+        "(True at padding, as `torch.nn` takes it).",
+        "pad_collate",
+        ["pad_collate"],
+        "05",
+    ),
+    (
+        "Worker memory grows with `num_workers` (copy-on-write)",
+        "keep big tables in a few tensors (bytes + offsets), not one Python object per row: they stay "
+        "shared under fork, spawn and forkserver (NumPy arrays are copied into spawn workers).",
+        "packed_rows",
+        ["pack_rows", "Captions"],
+        "06",
+    ),
+    (
+        "Augmentations repeat across workers or epochs",
+        "keep a seed, build the generator in the worker from `get_worker_info().seed`; never ship one.",
+        "worker_seeding",
+        ["NoisySamples.generator", "NoisySamples.__getstate__"],
+        "07",
+    ),
+    (
+        "Two runs load different data",
+        "a `generator=` seeded once (not every epoch; `seed + epoch` to rebuild one epoch), "
+        "and the same `num_workers`.",
+        "reproducible_loader",
+        ["reproducible_loader"],
+        "07",
+    ),
+    (
+        "A worker hangs on a lock, or reads wrong records",
+        "open files, clients and locks in the process that uses them, on first use.",
+        "per_process_resources",
+        ["RecordsFile._file"],
+        "20",
+    ),
+    (
+        "One unreadable image ends the epoch, or `found <class 'NoneType'>`",
+        "drop the `None`s in `collate_fn` (None for an empty batch); "
+        "better, scan once and train on a `Subset`.",
+        "skip_corrupt_samples",
+        ["skip_broken_collate"],
+        "21",
+    ),
+    (
+        "Validation numbers change between two passes",
+        "`random_split` shares one dataset and its random transform: two datasets, one set of indices.",
+        "train_eval_split",
+        ["train_and_val_sets"],
+        "22",
+    ),
+    (
+        "A hang with no error",
+        "`timeout=` turns it into an error after a bound.",
+        "timeouts_and_debugging",
+        ["guarded_loader"],
+        "08",
+    ),
+    (
+        "Every epoch has the same order under DDP",
+        "`sampler.set_epoch(epoch)` before every epoch.",
+        "ddp_epochs",
+        ["train_epochs"],
+        "10",
+    ),
+    (
+        "An IterableDataset yields every item once per worker",
+        "shard by `(rank, worker)` in `__iter__`.",
+        "sharded_iterable",
+        ["RankWorkerShardedStream.__iter__"],
+        "11",
+    ),
+    (
+        "`Can't get attribute … on <module '__main__'>`, or a bootstrapping `RuntimeError` (spawn)",
+        "worker code in an importable module, training under the `__main__` guard.",
+        "main_guard",
+        ["main"],
+        "12",
+    ),
+    (
+        "`Too many open files` when keeping batches",
+        "keep private copies, which hold no descriptor.",
+        "sharing_strategy",
+        ["keep"],
+        "15",
+    ),
+    (
+        "`DataLoader worker (pid X) is killed by signal: Killed` (out of memory)",
+        "predict the peak: main + workers × (start + growth + prefetch_factor × batch); cut growth first.",
+        "memory_budget",
+        ["loader_budget_mb"],
+        "23",
+    ),
+    (
+        "Workers run NumPy/OpenCV code and the epoch got slower with more workers",
+        "one BLAS and OpenCV thread per worker, set in `worker_init_fn`.",
+        "threads_in_workers",
+        ["one_thread_per_worker"],
+        "24",
+    ),
+    (
+        "A DDP job hangs at the end of an epoch",
+        "the same batch count on every rank: `all_reduce(MIN)` of `len(loader)`.",
+        "uneven_shards",
+        ["common_batches"],
+        "25",
+    ),
+    (
+        "A rare class is hardly ever drawn",
+        "inverse-frequency weights in a `WeightedRandomSampler`.",
+        "balanced_weights",
+        ["balanced_sampler"],
+        "09",
+    ),
 ]
 SHEET_HEADER = """# Cheat sheet: one recipe per pitfall
 
@@ -167,18 +270,19 @@ def excerpt(path: Path, name: str) -> str:
     scope: list = ast.parse(source).body
     node: ast.FunctionDef | ast.ClassDef | None = None
     for part in name.split("."):
-        node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part),
-                    None)
+        node = next(
+            (n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part), None
+        )
         if node is None:
             raise SystemExit(f"{path.name}: no {name}")
         scope = node.body
     if node is None:
         raise SystemExit(f"{path.name}: no name given")
-    lines = source.splitlines()[node.lineno - 1:node.end_lineno]
+    lines = source.splitlines()[node.lineno - 1 : node.end_lineno]
     doc = node.body[0] if node.body else None
     if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
         # the docstring is the page's prose, not code
-        del lines[doc.lineno - node.lineno:(doc.end_lineno or doc.lineno) - node.lineno + 1]
+        del lines[doc.lineno - node.lineno : (doc.end_lineno or doc.lineno) - node.lineno + 1]
     indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
     return "\n".join(re.sub(r"\s+# noqa\b.*$", "", line[indent:]) for line in lines)  # no lint marks
 
@@ -189,8 +293,10 @@ def render_sheet() -> str:
     for symptom, fix, name, objects, number in PITFALLS:
         notebook = next((ROOT / "notebooks").glob(f"{number}_*.ipynb")).name
         code = "\n\n".join(excerpt(SNIPPETS / f"{name}.py", obj) for obj in objects)
-        parts.append(f"\n**{symptom}** → {fix} [{number}](../notebooks/{notebook}) · "
-                     f"[`{name}.py`](recipes.md)\n\n```python\n{code}\n```\n")
+        parts.append(
+            f"\n**{symptom}** → {fix} [{number}](../notebooks/{notebook}) · "
+            f"[`{name}.py`](recipes.md)\n\n```python\n{code}\n```\n"
+        )
     parts.append("\n</div>\n")
     return "".join(parts)
 
@@ -199,8 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.make_cheatsheet", description=__doc__.split("\n")[0] if __doc__ else None
     )
-    parser.add_argument("--check", action="store_true",
-                        help="only say whether the pages are current (exit 1)")
+    parser.add_argument(
+        "--check", action="store_true", help="only say whether the pages are current (exit 1)"
+    )
     args = parser.parse_args(argv)
     pages = {PAGE: render(), SHEET: render_sheet()}
     if args.check:

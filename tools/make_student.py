@@ -28,25 +28,49 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "loaderlab-course"
-LEFT_OUT = ("solutions/", "tests/", ".ci/", ".github/", "build/", "site/", "wheelhouse/", "conftest.py",
-            "mkdocs.yml", "docs/answers.md", "docs/instructor.md", "docs/student/", "tools/grade.py",
-            "tools/grade_kernel.py", "tools/grade_report.py", "tools/make_labs.py", "tools/make_student.py",
-            "tools/soak.py",
-            "tools/build_site.py", "tools/site_hooks.py", "tools/machines.py", "tools/simulation/",
-            "tools/record.py",
-            "CONTRIBUTING.md", "requirements-dev.txt", ".pre-commit-config.yaml")
+LEFT_OUT = (
+    "solutions/",
+    "tests/",
+    ".ci/",
+    ".github/",
+    "build/",
+    "site/",
+    "wheelhouse/",
+    "conftest.py",
+    "mkdocs.yml",
+    "docs/answers.md",
+    "docs/instructor.md",
+    "docs/student/",
+    "tools/grade.py",
+    "tools/grade_kernel.py",
+    "tools/grade_report.py",
+    "tools/make_labs.py",
+    "tools/make_student.py",
+    "tools/soak.py",
+    "tools/build_site.py",
+    "tools/site_hooks.py",
+    "tools/machines.py",
+    "tools/simulation/",
+    "tools/record.py",
+    "CONTRIBUTING.md",
+    "requirements-dev.txt",
+    ".pre-commit-config.yaml",
+)
 LEARNER_TARGETS = ("setup", "lab", "preflight", "wheelhouse", "clean")
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-NOT_FILES = re.compile(r"(^|/)(\.git|\.venv|__pycache__|\.ipynb_checkpoints|\.pytest_cache|\.ruff_cache|"
-                       r"\.cache|[^/]*\.egg-info)(/|$)|^labs/lab[^/]*\.py$")
+NOT_FILES = re.compile(
+    r"(^|/)(\.git|\.venv|__pycache__|\.ipynb_checkpoints|\.pytest_cache|\.ruff_cache|"
+    r"\.cache|[^/]*\.egg-info)(/|$)|^labs/lab[^/]*\.py$"
+)
 LESSON_IMPORT = re.compile(r"(?:from|import) (lesson\w+)")
 
 
 def course_files() -> list[str]:
     """Return the course's files (relative, POSIX) that go to students."""
     try:
-        listed = subprocess.run(["git", "ls-files", "-z"],
-                                cwd=ROOT, capture_output=True, check=True, text=True).stdout.split("\0")
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, text=True
+        ).stdout.split("\0")
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: every file but the usual junk
         listed = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*") if p.is_file()]
     return sorted(name for name in set(listed) if name and keep(name) and (ROOT / name).is_file())
@@ -88,7 +112,8 @@ def student_readme() -> str:
     rows = section(readme, "Course map").splitlines()
     course_map = "\n".join(line for line in rows if line.startswith("|"))
     return template.replace("{course_map}", course_map).replace(
-        "{troubleshooting}", section(readme, "Troubleshooting"))
+        "{troubleshooting}", section(readme, "Troubleshooting")
+    )
 
 
 STUDENT_MAKEFILE = """\
@@ -129,6 +154,7 @@ def student_makefile() -> str:
 def unlink_left_out(name: str, text: str) -> str:
     """``text`` of the file ``name`` with every link to a file the bundle leaves out turned into
     its plain text (``[the answers](../docs/answers.md)`` → ``the answers``)."""
+
     def plain(match: re.Match) -> str:
         target = match.group(2).split("#")[0]
         if not target or "://" in target or target.startswith("mailto:"):
@@ -168,10 +194,16 @@ def bundled(name: str) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python tools/make_student.py", description="Zip the course "
-                                     "for students: build/loaderlab-student.zip, without the answers.")
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "loaderlab-student.zip",
-                        help="where to write the zip (default: build/loaderlab-student.zip)")
+    parser = argparse.ArgumentParser(
+        prog="python tools/make_student.py",
+        description="Zip the course for students: build/loaderlab-student.zip, without the answers.",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "build" / "loaderlab-student.zip",
+        help="where to write the zip (default: build/loaderlab-student.zip)",
+    )
     out = parser.parse_args(argv).out
     files = course_files()
     wrong = problems(files)
@@ -183,8 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name in files:
             bundle.writestr(f"{FOLDER}/{name}", bundled(name))
-    print(f"{out}: {len(files)} files, {out.stat().st_size / 1e6:.1f} MB, in {FOLDER}/ "
-          "(no solutions/, docs/answers.md, tests/); unzip, then `make lab`")
+    print(
+        f"{out}: {len(files)} files, {out.stat().st_size / 1e6:.1f} MB, in {FOLDER}/ "
+        "(no solutions/, docs/answers.md, tests/); unzip, then `make lab`"
+    )
     return 0
 
 

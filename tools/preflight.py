@@ -335,8 +335,10 @@ def check_start_method() -> Result:
 
 
 def check_kernel() -> Result:
-    fix = (f".venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL} "
-           f'--display-name "Python ({KERNEL})"')
+    fix = (
+        f".venv/bin/python -m ipykernel install --sys-prefix --name {KERNEL} "
+        f'--display-name "Python ({KERNEL})"'
+    )
     try:
         specs = kernel_specs()
     except Exception as exc:
@@ -365,8 +367,10 @@ def _lab_server():
 def check_lab() -> Result:
     """JupyterLab starts (tools/lab_server.py, as `make lab`), serves the course with the
     classroom settings, and stops leaving no process."""
-    fix = ("`make clean setup` reinstalls JupyterLab and the course's settings (jupyter/); "
-           "`make lab` shows its log")
+    fix = (
+        "`make clean setup` reinstalls JupyterLab and the course's settings (jupyter/); "
+        "`make lab` shows its log"
+    )
     if not (ROOT / "tools" / "lab_server.py").is_file():
         return Result(FAIL, "tools/lab_server.py is missing: run preflight from the course folder", fix)
     problems, start = [], time.monotonic()
@@ -428,8 +432,9 @@ def check_loader() -> Result:
     from loaderlab.processes import is_multiprocessing_helper
 
     me = os.getpid()
-    new = [p for p in psutil.Process().children()
-           if p.pid not in before and not is_multiprocessing_helper(p, me)]
+    new = [
+        p for p in psutil.Process().children() if p.pid not in before and not is_multiprocessing_helper(p, me)
+    ]
     _, left = psutil.wait_procs(new, timeout=5)
     if left:
         return Result(FAIL, f"{len(left)} worker processes outlived the epoch", "report it to the instructor")
@@ -474,8 +479,9 @@ AFTER_SETUP = (
 )
 
 
-def run(skip: Sequence[str] = (), deep: bool | None = None, report: Path | None = None,
-        name: str = "") -> int:
+def run(
+    skip: Sequence[str] = (), deep: bool | None = None, report: Path | None = None, name: str = ""
+) -> int:
     """Run the checks of this phase (``deep``: after setup; default: whether the course is
     installed in this Python) not in ``skip``, print one line each; write them to ``report`` (a
     JSON file a student sends, tools/preflight_report.py) when given; return the exit status."""
@@ -498,8 +504,10 @@ def run(skip: Sequence[str] = (), deep: bool | None = None, report: Path | None 
         failed += status == FAIL
         warned += status == WARN
         results.append((check_name, status, detail, fix if status != OK else ""))
-        print(f"{MARKS[status]} {check_name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""),
-              flush=True)
+        print(
+            f"{MARKS[status]} {check_name:<7} {detail}" + (f" — fix: {fix}" if status != OK else ""),
+            flush=True,
+        )
     if failed:
         verdict = f"{failed} check(s) failed: fix them and run `make preflight` again"
     elif deep:
@@ -536,11 +544,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--skip", default="", help=f"checks to leave out, comma-separated: {','.join(CHECKS)}"
     )
-    parser.add_argument("--report", metavar="FILE", help="also write what it found to FILE (JSON), "
-                        "to send to the instructor")
+    parser.add_argument(
+        "--report", metavar="FILE", help="also write what it found to FILE (JSON), to send to the instructor"
+    )
     parser.add_argument("--name", default="", help="your name in the report (default: your user name)")
-    parser.add_argument("--summarise", metavar="FOLDER", help="instructors: one table of the reports "
-                        "in FOLDER (who is ready, who needs what); runs no check")
+    parser.add_argument(
+        "--summarise",
+        metavar="FOLDER",
+        help="instructors: one table of the reports in FOLDER (who is ready, who needs what); runs no check",
+    )
     args = parser.parse_args(argv)
     if args.summarise:
         folder = Path(args.summarise)

@@ -15,8 +15,13 @@ FORMAT = "loaderlab-preflight/1"
 FAIL = "fail"  # a check's status in the report (tools/preflight.py's FAIL)
 
 
-def write(path: Path, results: Sequence[tuple[str, str, str, str]], deep: bool,
-          machine: Mapping[str, Any], name: str = "") -> None:
+def write(
+    path: Path,
+    results: Sequence[tuple[str, str, str, str]],
+    deep: bool,
+    machine: Mapping[str, Any],
+    name: str = "",
+) -> None:
     """Write what preflight found as JSON: who (``name``, else the user name), when, the
     ``machine`` (OS, Python, CPU type, cores, RAM, free disk), the phase (before or after setup)
     and each check ``(check, status, detail, fix)``."""
@@ -56,14 +61,26 @@ def summarise(folder: Path) -> str:
         for check in failing:
             needs[check["check"]] = needs.get(check["check"], 0) + 1
         what = "; ".join(f"{c['check']}: {c['fix']}" for c in failing) or (
-            "" if ok else "run `make lab`, then preflight again")
+            "" if ok else "run `make lab`, then preflight again"
+        )
         free = data.get("ram_available_gb")
-        rows.append((str(data.get("student") or path.stem), str(data.get("os", "?"))[:18],
-                     str(data.get("python", "?")), str(data.get("cores", "?")),
-                     "?" if free is None else f"{free:g} GB", data["phase"], "yes" if ok else "no", what))
+        rows.append(
+            (
+                str(data.get("student") or path.stem),
+                str(data.get("os", "?"))[:18],
+                str(data.get("python", "?")),
+                str(data.get("cores", "?")),
+                "?" if free is None else f"{free:g} GB",
+                data["phase"],
+                "yes" if ok else "no",
+                what,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
-             for row in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+        for row in rows
+    ]
     lines.append(f"{ready} of {len(rows) - 1} ready (every check passed after setup)")
     lines += [f"{count} × {check} failed" for check, count in sorted(needs.items(), key=lambda kv: -kv[1])]
     return "\n".join(lines)

@@ -70,6 +70,7 @@ INTERVAL_S = 0.5  # one reading of the others' CPU use while waiting
 
 # --- the others' CPU use ---------------------------------------------------------------------------
 
+
 def others_cores(interval_s: float) -> float:
     """The cores the other processes kept busy over the next ``interval_s`` seconds (it sleeps),
     on the CPUs this process may use."""
@@ -79,6 +80,7 @@ def others_cores(interval_s: float) -> float:
 
 
 # --- waiting for a quiet machine -----------------------------------------------------------------
+
 
 @dataclass
 class Quiet:
@@ -90,9 +92,15 @@ class Quiet:
     readings: list[float] = field(default_factory=list)
 
 
-def wait_until_quiet(read: Callable[[float], float], clock: Callable[[], float], *,
-                     threshold: float = THRESHOLD, quiet_s: float = QUIET_S, max_wait_s: float = MAX_WAIT_S,
-                     interval_s: float = INTERVAL_S) -> Quiet:
+def wait_until_quiet(
+    read: Callable[[float], float],
+    clock: Callable[[], float],
+    *,
+    threshold: float = THRESHOLD,
+    quiet_s: float = QUIET_S,
+    max_wait_s: float = MAX_WAIT_S,
+    interval_s: float = INTERVAL_S,
+) -> Quiet:
     """Wait until ``read(interval_s)`` (the others' cores over the next ``interval_s`` seconds) stays
     under ``threshold`` for ``quiet_s`` seconds in a row; give up once ``max_wait_s`` have passed.
     ``clock`` is the time the readings take (injected: tests use a fake clock and a fake reader)."""
@@ -108,14 +116,17 @@ def wait_until_quiet(read: Callable[[float], float], clock: Callable[[], float],
             return Quiet(True, waited, readings=readings)
         if waited >= max_wait_s:
             recent = readings[-needed:]
-            why = (f"the machine was not quiet for {quiet_s:g} s within {max_wait_s:g} s: other processes "
-                   f"kept {sum(recent) / len(recent):.2f} cores busy on average over the last "
-                   f"{len(recent) * interval_s:g} s (threshold {threshold:g}); stop them, or raise "
-                   f"--threshold / --max-wait")
+            why = (
+                f"the machine was not quiet for {quiet_s:g} s within {max_wait_s:g} s: other processes "
+                f"kept {sum(recent) / len(recent):.2f} cores busy on average over the last "
+                f"{len(recent) * interval_s:g} s (threshold {threshold:g}); stop them, or raise "
+                f"--threshold / --max-wait"
+            )
             return Quiet(False, waited, why, readings)
 
 
 # --- one measured run -----------------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -196,6 +207,7 @@ def _version(package: str) -> str:
 
 # --- the recorder ---------------------------------------------------------------------------------
 
+
 @dataclass
 class Options:
     threshold: float = THRESHOLD
@@ -206,8 +218,15 @@ class Options:
     timeout: float = 300
 
 
-def record(path: Path, options: Options, *, quiet: Callable[[], Quiet], run: Callable[[Path], Run],
-           write: Callable[[Path, Run, str], None], say: Callable[[str], None] = print) -> bool:
+def record(
+    path: Path,
+    options: Options,
+    *,
+    quiet: Callable[[], Quiet],
+    run: Callable[[Path], Run],
+    write: Callable[[Path, Run, str], None],
+    say: Callable[[str], None] = print,
+) -> bool:
     """Record one notebook: up to ``options.tries`` times, wait for ``quiet()``, ``run`` it, and keep
     the first run that was quiet and complete (``write`` it); return whether one was written.
     A run on a busy machine, or with a stood-down measurement, is tried again; with
@@ -231,16 +250,23 @@ def record(path: Path, options: Options, *, quiet: Callable[[], Quiet], run: Cal
             return False
         problems = []
         if last.others_cores > options.threshold:
-            problems.append(f"other processes kept {last.others_cores:.2f} cores busy during the run "
-                            f"(threshold {options.threshold:g})")
+            problems.append(
+                f"other processes kept {last.others_cores:.2f} cores busy during the run "
+                f"(threshold {options.threshold:g})"
+            )
         stood = stood_down(last.nb)
         if stood:
-            problems.append(f"a measurement stood down ({stood[0]}"
-                            + (f", and {len(stood) - 1} more" if len(stood) > 1 else "") + ")")
+            problems.append(
+                f"a measurement stood down ({stood[0]}"
+                + (f", and {len(stood) - 1} more" if len(stood) > 1 else "")
+                + ")"
+            )
         if not problems:
             write(path, last, "")
-            say(f"recorded {name}: {last.seconds:.1f} s, peak {last.peak_mb:.0f} MB, "
-                f"{last.others_cores:.2f} cores used by others (run {attempt} of at most {options.tries})")
+            say(
+                f"recorded {name}: {last.seconds:.1f} s, peak {last.peak_mb:.0f} MB, "
+                f"{last.others_cores:.2f} cores used by others (run {attempt} of at most {options.tries})"
+            )
             return True
         why = "; ".join(problems)
         say(f"run {attempt} of {name} not kept: {why}")
@@ -266,15 +292,30 @@ def write_record(path: Path, run: Run, forced: str) -> None:
 def parse(argv: list[str]) -> tuple[Options, list[str]]:
     parser = argparse.ArgumentParser(prog="python tools/record.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="default: every notebook and solution")
-    parser.add_argument("--threshold", type=float, default=THRESHOLD,
-                        help=f"cores other processes may use, before and during a run (default {THRESHOLD})")
-    parser.add_argument("--quiet-s", type=float, default=QUIET_S,
-                        help=f"seconds under the threshold before a run (default {QUIET_S:g})")
-    parser.add_argument("--max-wait", type=float, default=MAX_WAIT_S,
-                        help=f"seconds to wait for a quiet machine, then give up (default {MAX_WAIT_S:g})")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=THRESHOLD,
+        help=f"cores other processes may use, before and during a run (default {THRESHOLD})",
+    )
+    parser.add_argument(
+        "--quiet-s",
+        type=float,
+        default=QUIET_S,
+        help=f"seconds under the threshold before a run (default {QUIET_S:g})",
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=MAX_WAIT_S,
+        help=f"seconds to wait for a quiet machine, then give up (default {MAX_WAIT_S:g})",
+    )
     parser.add_argument("--tries", type=int, default=TRIES, help=f"most runs per notebook (default {TRIES})")
-    parser.add_argument("--force", action="store_true",
-                        help="write the last run even if not quiet (marked forced: never for the course)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write the last run even if not quiet (marked forced: never for the course)",
+    )
     args = parser.parse_args(argv)
     options = Options(args.threshold, args.quiet_s, args.max_wait, max(1, args.tries), args.force)
     return options, args.notebooks
@@ -283,19 +324,27 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
 def main(argv: Iterable[str] | None = None) -> int:
     options, names = parse(list(sys.argv[1:] if argv is None else argv))
     if os.environ.get("LOADERLAB_START_METHOD"):
-        print("record.py: records are taken with the platform's default start method: unset "
-              "LOADERLAB_START_METHOD (tools/execute_notebooks.py --no-write runs notebooks under another)")
+        print(
+            "record.py: records are taken with the platform's default start method: unset "
+            "LOADERLAB_START_METHOD (tools/execute_notebooks.py --no-write runs notebooks under another)"
+        )
         return 2
     os.environ["LOADERLAB_TEST_MODE"] = "1"
 
     def quiet() -> Quiet:
-        return wait_until_quiet(others_cores, time.monotonic, threshold=options.threshold,
-                                quiet_s=options.quiet_s, max_wait_s=options.max_wait_s)
+        return wait_until_quiet(
+            others_cores,
+            time.monotonic,
+            threshold=options.threshold,
+            quiet_s=options.quiet_s,
+            max_wait_s=options.max_wait_s,
+        )
 
     refused, solutions = [], False
     for path in execute_notebooks.notebooks(names):
-        if record(path, options, quiet=quiet, run=lambda p: measured_run(p, options.timeout),
-                  write=write_record):
+        if record(
+            path, options, quiet=quiet, run=lambda p: measured_run(p, options.timeout), write=write_record
+        ):
             solutions |= path.parent == ROOT / "solutions"
         else:
             refused.append(_shown(path))

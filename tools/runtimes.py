@@ -28,11 +28,14 @@ INSTRUCTOR = ROOT / "docs" / "instructor.md"
 # "**Runs in:** about 25 s on 2 CPU cores · **Peak memory:** about 600 MB" (a notebook),
 # "the solved lab runs in about 5 s on 2 CPU cores · peak memory about 300 MB" (a lab)
 MEMORY = r"(?: · \*\*Peak memory:\*\* | · peak memory )about [\d.]+ [MG]B"
-HEADER = re.compile(r"(\*\*Runs in:\*\* |the solved lab runs in )([^\n]*?)( on 2 (?:idle )?CPU cores)"
-                    rf"({MEMORY})?")
+HEADER = re.compile(
+    r"(\*\*Runs in:\*\* |the solved lab runs in )([^\n]*?)( on 2 (?:idle )?CPU cores)"
+    rf"({MEMORY})?"
+)
 # | 03 | [name](notebooks/03_x.ipynb) | you learn | runs in | peak memory | lab |
 README_ROW = re.compile(
-    r"^(\| (\d\d) \| \[[^\]]+\]\(notebooks/[^)]+\) \|.*\| )([^|]*)( \| )([^|]*)( \| [^|]* \|)$", re.M)
+    r"^(\| (\d\d) \| \[[^\]]+\]\(notebooks/[^)]+\) \|.*\| )([^|]*)( \| )([^|]*)( \| [^|]* \|)$", re.M
+)
 NOT_MEASURED = "—"  # the course map's peak memory before a notebook's first record
 # docs/instructor.md's run-time table: | 03 | [name](../notebooks/03_x.ipynb) | run, fork | run, spawn | ...
 INSTRUCTOR_ROW = re.compile(r"^(\| (\d\d) \| \[[^\]]+\]\(\.\./notebooks/[^)]+\) \| )([^|]*?)( \|)", re.M)
@@ -86,6 +89,7 @@ def _store(file: Path, rel: str, value: float) -> None:
 
 def header(source: str, seconds: float, peak_mb: float | None, lab: bool) -> str:
     """``source`` (a first cell) with its run time, and its peak memory when measured, rewritten."""
+
     def new(m: re.Match) -> str:
         memory = (m.group(4) or "") if peak_mb is None else memory_phrase(peak_mb, lab)
         return m.group(1) + phrase(seconds) + m.group(3) + memory
@@ -109,12 +113,22 @@ def record(path: Path, seconds: float, peak_mb: float | None = None) -> None:
     if rel.startswith("notebooks/"):
         number = path.name[:2]
         memory = memory_short(load_peaks().get(rel))
-        README.write_text(README_ROW.sub(
-            lambda m: m.group(1) + short(seconds) + m.group(4) + memory + m.group(6)
-            if m.group(2) == number else m.group(0), README.read_text()))
-        INSTRUCTOR.write_text(INSTRUCTOR_ROW.sub(
-            lambda m: m.group(1) + short(seconds) + m.group(4) if m.group(2) == number else m.group(0),
-            INSTRUCTOR.read_text()))
+        README.write_text(
+            README_ROW.sub(
+                lambda m: (
+                    m.group(1) + short(seconds) + m.group(4) + memory + m.group(6)
+                    if m.group(2) == number
+                    else m.group(0)
+                ),
+                README.read_text(),
+            )
+        )
+        INSTRUCTOR.write_text(
+            INSTRUCTOR_ROW.sub(
+                lambda m: m.group(1) + short(seconds) + m.group(4) if m.group(2) == number else m.group(0),
+                INSTRUCTOR.read_text(),
+            )
+        )
 
 
 def header_phrase(path: Path) -> str | None:

@@ -77,13 +77,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if differing else 0
 
 
-def _soak(runs: int, paths: list[str], env: dict[str, str], tmp: Path,
-          differing: Counter[str]) -> Counter[str] | None:
+def _soak(
+    runs: int, paths: list[str], env: dict[str, str], tmp: Path, differing: Counter[str]
+) -> Counter[str] | None:
     """Run the suite ``runs`` times; return every failing cell with its count (None: no report)."""
     for run in range(1, runs + 1):
         junit = tmp / f"run{run}.xml"
-        subprocess.run([sys.executable, "-m", "pytest", "-q", *paths, f"--junitxml={junit}"],
-                       cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", *paths, f"--junitxml={junit}"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if not junit.exists():
             print(f"run {run}: pytest produced no report")
             return None

@@ -67,61 +67,88 @@ def manual_batches(
     if len(features) != len(labels):
         raise ValueError(f"features has {len(features)} rows but labels has {len(labels)}")
     chunks = [list(order[start : start + batch_size]) for start in range(0, len(order), batch_size)]
-    return [(torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk]))
-            for chunk in chunks]
+    return [
+        (torch.stack([features[i] for i in chunk]), torch.stack([labels[i] for i in chunk]))
+        for chunk in chunks
+    ]
 
 
-def _diagnose(loader: DataLoader, expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int,
-              where: str) -> None:
+def _diagnose(
+    loader: DataLoader, expected: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int, where: str
+) -> None:
     """Raise Wrong with the first difference between the batches of ``loader`` and the loop's."""
     batches = collect_batches(loader)
     for k, batch in enumerate(batches):
         if not isinstance(batch, (list, tuple)) or len(batch) != 2:
-            raise Wrong(f"{where} batch {k} is a {type(batch).__name__}, not a (features, labels) "
-                        f"pair: __getitem__ must return (features[i], labels[i]). {HINT}")
+            raise Wrong(
+                f"{where} batch {k} is a {type(batch).__name__}, not a (features, labels) "
+                f"pair: __getitem__ must return (features[i], labels[i]). {HINT}"
+            )
         x, y = batch
         if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            raise Wrong(f"{where} batch {k} holds {type(x).__name__} and {type(y).__name__}, not two "
-                        f"tensors: keep the default collate_fn, which stacks the samples. {HINT}")
+            raise Wrong(
+                f"{where} batch {k} holds {type(x).__name__} and {type(y).__name__}, not two "
+                f"tensors: keep the default collate_fn, which stacks the samples. {HINT}"
+            )
         if x.dim() == 1 and y.dim() == 2:
-            raise Wrong(f"{where} each batch comes as (labels, features), swapped: __getitem__ must "
-                        f"return (features[i], labels[i]) in that order. {HINT}")
+            raise Wrong(
+                f"{where} each batch comes as (labels, features), swapped: __getitem__ must "
+                f"return (features[i], labels[i]) in that order. {HINT}"
+            )
         if x.dim() != 2 or x.shape[1] != DIM or y.dim() != 1:
-            raise Wrong(f"{where} batch {k} has shapes {tuple(x.shape)} and {tuple(y.shape)}, "
-                        f"expected [B, {DIM}] and [B]: return one row features[i] and one label "
-                        f"labels[i] per sample. {HINT}")
+            raise Wrong(
+                f"{where} batch {k} has shapes {tuple(x.shape)} and {tuple(y.shape)}, "
+                f"expected [B, {DIM}] and [B]: return one row features[i] and one label "
+                f"labels[i] per sample. {HINT}"
+            )
         if x.dtype != torch.float32:
-            raise Wrong(f"{where} features come out as {x.dtype}, expected torch.float32 like the "
-                        f"features you were given: do not convert them. {HINT}")
+            raise Wrong(
+                f"{where} features come out as {x.dtype}, expected torch.float32 like the "
+                f"features you were given: do not convert them. {HINT}"
+            )
         if y.dtype != torch.int64:
-            raise Wrong(f"{where} labels come out as {y.dtype}, expected torch.int64 like the labels "
-                        f"you were given: return labels[i] (or int(labels[i])) unchanged. {HINT}")
+            raise Wrong(
+                f"{where} labels come out as {y.dtype}, expected torch.int64 like the labels "
+                f"you were given: return labels[i] (or int(labels[i])) unchanged. {HINT}"
+            )
     sizes = [len(x) for x, _ in batches]
     wanted = [len(x) for x, _ in expected]
     if sizes != wanted:
         if sizes == wanted[:-1] and wanted[-1] < batch_size:
-            raise Wrong(f"{where} the last, incomplete batch ({wanted[-1]} samples) is missing: "
-                        f"the hand-written loop keeps it, so keep drop_last=False. "
-                        f"Hint: notebook 02, section 4 on drop_last.")
+            raise Wrong(
+                f"{where} the last, incomplete batch ({wanted[-1]} samples) is missing: "
+                f"the hand-written loop keeps it, so keep drop_last=False. "
+                f"Hint: notebook 02, section 4 on drop_last."
+            )
         if len(set(sizes[:-1] or sizes)) == 1 and sizes[0] != batch_size and sizes[0] != wanted[0]:
-            raise Wrong(f"{where} asked for batch_size={batch_size} but your batches hold "
-                        f"{sizes[0]} samples: pass batch_size on to the DataLoader. {HINT}")
-        raise Wrong(f"{where} your loader yields {len(sizes)} batches of sizes {sizes[:6]}, the loop "
-                    f"yields {len(wanted)} of sizes {wanted[:6]}. {HINT}")
+            raise Wrong(
+                f"{where} asked for batch_size={batch_size} but your batches hold "
+                f"{sizes[0]} samples: pass batch_size on to the DataLoader. {HINT}"
+            )
+        raise Wrong(
+            f"{where} your loader yields {len(sizes)} batches of sizes {sizes[:6]}, the loop "
+            f"yields {len(wanted)} of sizes {wanted[:6]}. {HINT}"
+        )
     got = torch.cat([x[:, 0] for x, _ in batches]).long().tolist()
     want = torch.cat([x[:, 0] for x, _ in expected]).long().tolist()
     if got != want:
         # the indices the loader asks its dataset for (one more draw of its sampler)
         sampler = loader.batch_sampler if loader.batch_sampler is not None else [[i] for i in loader.sampler]
         if sorted(got) == sorted(want) and [int(i) for batch in sampler for i in batch] != want:
-            raise Wrong(f"{where} your batches hold the right samples but in another order: follow "
-                        f"the sampler you are given (sampler=sampler, not shuffle=True). {HINT}")
-        raise Wrong(f"{where} your batches hold other samples than the sampler's indices: "
-                    f"__getitem__(i) must return sample i. {HINT}")
+            raise Wrong(
+                f"{where} your batches hold the right samples but in another order: follow "
+                f"the sampler you are given (sampler=sampler, not shuffle=True). {HINT}"
+            )
+        raise Wrong(
+            f"{where} your batches hold other samples than the sampler's indices: "
+            f"__getitem__(i) must return sample i. {HINT}"
+        )
     for k, (batch, reference) in enumerate(zip(batches, expected, strict=True)):
         if not same_batch(tuple(batch), reference):
-            raise Wrong(f"{where} batch {k} differs from the loop's batch: the features or labels of "
-                        f"a sample are not features[i] and labels[i]. {HINT}")
+            raise Wrong(
+                f"{where} batch {k} differs from the loop's batch: the features or labels of "
+                f"a sample are not features[i] and labels[i]. {HINT}"
+            )
 
 
 @checker
@@ -133,17 +160,36 @@ def check_loop_to_loader(make_loader: Callable[..., DataLoader]) -> str:
         sampler = shuffled_sampler(N_SAMPLES, seed)
         loader = make_loader(features, labels, sampler, batch_size)
         if not isinstance(loader, DataLoader):
-            raise Wrong(f"make_loader returned a {type(loader).__name__}, not a "
-                        f"torch.utils.data.DataLoader. {HINT}")
-        _diagnose(loader, manual_batches(features, labels, sampler.order, batch_size), batch_size,
-                  f"With batch_size={batch_size},")
+            raise Wrong(
+                f"make_loader returned a {type(loader).__name__}, not a torch.utils.data.DataLoader. {HINT}"
+            )
+        _diagnose(
+            loader,
+            manual_batches(features, labels, sampler.order, batch_size),
+            batch_size,
+            f"With batch_size={batch_size},",
+        )
     method = worker_start_method(loader.dataset)
     if method is None:
-        return (f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} (workers not "
-                "checked: your Dataset class is defined in the notebook and this platform cannot fork)")
-    with_workers = rebuild(loader, num_workers=2, multiprocessing_context=method,
-                           timeout=WORKER_TIMEOUT_S, persistent_workers=False, prefetch_factor=2)
-    _diagnose(with_workers, manual_batches(features, labels, sampler.order, 8), 8,
-              "With batch_size=8 and num_workers=2,")
-    return (f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
-            f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers")
+        return (
+            f"same batches as the hand-written loop for batch sizes {BATCH_SIZES} (workers not "
+            "checked: your Dataset class is defined in the notebook and this platform cannot fork)"
+        )
+    with_workers = rebuild(
+        loader,
+        num_workers=2,
+        multiprocessing_context=method,
+        timeout=WORKER_TIMEOUT_S,
+        persistent_workers=False,
+        prefetch_factor=2,
+    )
+    _diagnose(
+        with_workers,
+        manual_batches(features, labels, sampler.order, 8),
+        8,
+        "With batch_size=8 and num_workers=2,",
+    )
+    return (
+        f"same batches as the hand-written loop, tensor by tensor, for batch sizes "
+        f"{', '.join(map(str, BATCH_SIZES))} and with 2 workers"
+    )

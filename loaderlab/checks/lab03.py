@@ -24,8 +24,10 @@ from loaderlab.checks.report import Wrong, as_loader, bounded, checker, compare,
 from loaderlab.loaders import batch_size_of, same_batch, stop_workers
 from loaderlab.measure import timed_pass
 
-HINT = ("Hint: notebook 03, section 2 'How many workers?', notebook 19, section 1 (persistent_workers), or "
-        "notebook 04, section 3 'Fetching a whole batch at once: `__getitems__`'.")
+HINT = (
+    "Hint: notebook 03, section 2 'How many workers?', notebook 19, section 1 (persistent_workers), or "
+    "notebook 04, section 3 'Fetching a whole batch at once: `__getitems__`'."
+)
 MIN_SPEEDUP = 4.0
 # A pass is stopped after this many times the time of a pass exactly MIN_SPEEDUP faster: it
 # cannot pass (a 1-worker loader would take 13 s over the lab's 324 samples).
@@ -40,8 +42,10 @@ STILL_WAITS = 0.9
 def reference_batches(loader: DataLoader) -> list[Any]:
     """Return the batches of ``loader`` (no workers), its samples fetched in 64 threads."""
     with ThreadPoolExecutor(64) as pool:
-        return [loader.collate_fn(list(pool.map(loader.dataset.__getitem__, indices)))
-                for indices in loader.batch_sampler]
+        return [
+            loader.collate_fn(list(pool.map(loader.dataset.__getitem__, indices)))
+            for indices in loader.batch_sampler
+        ]
 
 
 def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, batch_size: int) -> None:
@@ -49,14 +53,23 @@ def _diagnose_batches(batches: list[Any], expected: list[Any], complete: bool, b
     sizes = [batch_size_of(b) for b in batches]
     wanted = [batch_size_of(b) for b in expected]
     if complete and sizes == wanted[:-1]:
-        raise Wrong(f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
-                    f"drop_last=False so the batches stay the same. {HINT}")
-    compare(batches, expected, sizes=True, prefix=not complete,
-            count=f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
-                  f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
-                  f"batch changes every batch). {HINT}",
-            differ=lambda k: f"batch {k} holds other samples than the starting loader's batch {k}: keep "
-                             f"its sampler (shuffle=True draws a new order). {HINT}")
+        raise Wrong(
+            f"the last, incomplete batch ({wanted[-1]} samples) is missing: keep "
+            f"drop_last=False so the batches stay the same. {HINT}"
+        )
+    compare(
+        batches,
+        expected,
+        sizes=True,
+        prefix=not complete,
+        count=f"your loader yields batches of {max(sizes, default=0)} samples, the starting "
+        f"loader batches of {batch_size}: keep batch_size={batch_size} (a bigger "
+        f"batch changes every batch). {HINT}",
+        differ=lambda k: (
+            f"batch {k} holds other samples than the starting loader's batch {k}: keep "
+            f"its sampler (shuffle=True draws a new order). {HINT}"
+        ),
+    )
 
 
 def _attributes(dataset: Any) -> dict[str, Any]:
@@ -67,14 +80,20 @@ def _attributes(dataset: Any) -> dict[str, Any]:
 def _require_unchanged(dataset: Any, before: dict[str, Any]) -> None:
     """Raise Wrong naming the attributes of the starting dataset that differ from ``before``."""
     after = getattr(dataset, "__dict__", {})
-    changed = [name for name in sorted({*before, *after})
-               if name not in before or name not in after or not same_batch(before[name], after[name])]
+    changed = [
+        name
+        for name in sorted({*before, *after})
+        if name not in before or name not in after or not same_batch(before[name], after[name])
+    ]
     if changed:
-        shown = ", ".join(f"{n}: {_short(before.get(n, '(none)'))} → {_short(after.get(n, '(none)'))}"
-                          for n in changed[:3])
-        raise Wrong(f"tune(loader) changed the starting loader's dataset ({shown}): the storage is the "
-                    f"setup, not the answer; leave the dataset as it is and let more samples wait at "
-                    f"the same time. {HINT}")
+        shown = ", ".join(
+            f"{n}: {_short(before.get(n, '(none)'))} → {_short(after.get(n, '(none)'))}" for n in changed[:3]
+        )
+        raise Wrong(
+            f"tune(loader) changed the starting loader's dataset ({shown}): the storage is the "
+            f"setup, not the answer; leave the dataset as it is and let more samples wait at "
+            f"the same time. {HINT}"
+        )
 
 
 def _short(value: Any) -> str:
@@ -87,8 +106,10 @@ def waiting_owed_s(loader: DataLoader, samples: int) -> float:
     ``samples × loader.dataset.latency_s``; raise Wrong when the dataset does not say its latency."""
     latency_s = getattr(loader.dataset, "latency_s", None)
     if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float)) or latency_s <= 0:
-        raise Wrong("check_fast_loader(tune, slow_loader) needs the lab's starting loader, whose dataset "
-                    "waits latency_s > 0 seconds per read: run the cell that builds it.")
+        raise Wrong(
+            "check_fast_loader(tune, slow_loader) needs the lab's starting loader, whose dataset "
+            "waits latency_s > 0 seconds per read: run the cell that builds it."
+        )
     return samples * float(latency_s)
 
 
@@ -130,18 +151,24 @@ def check_fast_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: Dat
     again = timed_pass(slow_loader, max_batches=RECHECK_BATCHES)
     again_owed_s = waiting_owed_s(slow_loader, again.samples)
     if not waited(again.seconds, again_owed_s):
-        raise Wrong(f"after tune(loader) ran, the starting loader read {again.samples} samples in "
-                    f"{again.seconds * 1000:.1f} ms, but they owe {again_owed_s * 1000:.0f} ms of waiting: "
-                    f"your code made waiting itself faster (replaced time.sleep?), not the loader. {HINT}")
+        raise Wrong(
+            f"after tune(loader) ran, the starting loader read {again.samples} samples in "
+            f"{again.seconds * 1000:.1f} ms, but they owe {again_owed_s * 1000:.0f} ms of waiting: "
+            f"your code made waiting itself faster (replaced time.sleep?), not the loader. {HINT}"
+        )
     rate, seconds, first_batch_s = max(passes)
     speedup = rate * owed_s / samples  # the starting loader delivers samples / owed_s per second at best
     if speedup < MIN_SPEEDUP and tuned.num_workers > 0 and first_batch_s > 0.5 * seconds:
-        raise Wrong(f"same batches, but only {speedup:.1f}x the starting throughput: waiting for the "
-                    f"first batch took {first_batch_s:.1f} s of the {seconds:.1f} s pass, starting the "
-                    f"workers (under spawn each one imports torch again); persistent_workers=True pays "
-                    f"that once, threads never. {HINT}")
+        raise Wrong(
+            f"same batches, but only {speedup:.1f}x the starting throughput: waiting for the "
+            f"first batch took {first_batch_s:.1f} s of the {seconds:.1f} s pass, starting the "
+            f"workers (under spawn each one imports torch again); persistent_workers=True pays "
+            f"that once, threads never. {HINT}"
+        )
     if speedup < MIN_SPEEDUP:
-        raise Wrong(f"same batches, but only {speedup:.1f}x the starting throughput; the goal is "
-                    f"{MIN_SPEEDUP:.0f}x: the samples wait on (simulated) I/O, so more of them "
-                    f"must wait at the same time. {HINT}")
+        raise Wrong(
+            f"same batches, but only {speedup:.1f}x the starting throughput; the goal is "
+            f"{MIN_SPEEDUP:.0f}x: the samples wait on (simulated) I/O, so more of them "
+            f"must wait at the same time. {HINT}"
+        )
     return f"same batches, at least {MIN_SPEEDUP:.0f}x the starting throughput"

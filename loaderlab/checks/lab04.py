@@ -14,8 +14,7 @@ from loaderlab.checks.report import Wrong, as_loader, bounded, checker, first_di
 from loaderlab.loaders import batch_size_of, stop_workers
 from loaderlab.measure import timed_pass
 
-HINT = ("Hint: notebook 04, section 2 'Caching decoded tensors in memory' (and section 3, "
-        "`__getitems__`).")
+HINT = "Hint: notebook 04, section 2 'Caching decoded tensors in memory' (and section 3, `__getitems__`)."
 MIN_SPEEDUP = 3.0
 TIMEOUT_S = 60.0  # per batch, for a loader with workers: a stuck worker cannot hang the checker
 BOUND_S = 120.0  # the whole check (seconds normally), for a read in this process that never returns
@@ -30,19 +29,25 @@ def _describe(batch: Any) -> str:
 def _compare(batches: list[Any], expected: list[Any], batch_size: int) -> None:
     sizes, wanted = [batch_size_of(b) for b in batches], [batch_size_of(b) for b in expected]
     if sizes != wanted:
-        raise Wrong(f"your loader yields {len(batches)} batches of up to {max(sizes, default=0)} "
-                    f"samples, the starting loader {len(expected)} batches of {batch_size} (the "
-                    f"last of {wanted[-1]}): keep batch_size, the sampler and drop_last=False. {HINT}")
+        raise Wrong(
+            f"your loader yields {len(batches)} batches of up to {max(sizes, default=0)} "
+            f"samples, the starting loader {len(expected)} batches of {batch_size} (the "
+            f"last of {wanted[-1]}): keep batch_size, the sampler and drop_last=False. {HINT}"
+        )
     k = first_diff(batches, expected)
     if k is None:
         return
     batch, reference = batches[k], expected[k]
     if _describe(batch) != _describe(reference):
-        why = (f"it is {_describe(batch)}, the starting loader's {_describe(reference)}: cache "
-               f"the tensors the dataset returns, unchanged (same dtype, same shape)")
+        why = (
+            f"it is {_describe(batch)}, the starting loader's {_describe(reference)}: cache "
+            f"the tensors the dataset returns, unchanged (same dtype, same shape)"
+        )
     elif not torch.equal(batch[1], reference[1]):
-        why = (f"it holds the samples labelled {batch[1][:4].tolist()}..., not {reference[1][:4].tolist()}"
-               f"...: keep the starting loader's sampler (shuffle=True draws a new order)")
+        why = (
+            f"it holds the samples labelled {batch[1][:4].tolist()}..., not {reference[1][:4].tolist()}"
+            f"...: keep the starting loader's sampler (shuffle=True draws a new order)"
+        )
     else:
         why = "the right samples, but other pixel values: cache the tensors the dataset returns, unchanged"
     raise Wrong(f"batch {k} is not the starting loader's batch {k}: {why}. {HINT}")
@@ -54,13 +59,17 @@ def why_slow(loader: DataLoader) -> str:
     if not loader.num_workers:
         return ": every epoch still decodes the files — decode each image once and keep the tensors"
     if loader.persistent_workers:
-        return (f". Your loader's {loader.num_workers} persistent worker(s) keep their caches between "
-                f"epochs, but each fills its own copy and every batch still travels from a worker to "
-                f"the main process through a queue: fill the cache in the main process and read memory "
-                f"with num_workers=0")
-    return (f". Your loader starts {loader.num_workers} worker(s) every epoch, and a cache filled inside "
-            f"forked workers is thrown away with them: fill it in the main process and read memory "
-            f"with num_workers=0")
+        return (
+            f". Your loader's {loader.num_workers} persistent worker(s) keep their caches between "
+            f"epochs, but each fills its own copy and every batch still travels from a worker to "
+            f"the main process through a queue: fill the cache in the main process and read memory "
+            f"with num_workers=0"
+        )
+    return (
+        f". Your loader starts {loader.num_workers} worker(s) every epoch, and a cache filled inside "
+        f"forked workers is thrown away with them: fill it in the main process and read memory "
+        f"with num_workers=0"
+    )
 
 
 @checker
@@ -91,7 +100,11 @@ def check_cached_loader(tune: Callable[[DataLoader], DataLoader], slow_loader: D
         stop_workers(getattr(tuned, "_iterator", None))
     speedup = base_s / min(times)
     if speedup < MIN_SPEEDUP:
-        raise Wrong(f"same batches, but later epochs are only {speedup:.1f}x as fast as the starting "
-                    f"loader's; the goal is {MIN_SPEEDUP:.0f}x{why_slow(tuned)}. {HINT}")
-    return (f"same batches as the starting loader, and from the second epoch on at least "
-            f"{MIN_SPEEDUP:.0f}x as fast")
+        raise Wrong(
+            f"same batches, but later epochs are only {speedup:.1f}x as fast as the starting "
+            f"loader's; the goal is {MIN_SPEEDUP:.0f}x{why_slow(tuned)}. {HINT}"
+        )
+    return (
+        f"same batches as the starting loader, and from the second epoch on at least "
+        f"{MIN_SPEEDUP:.0f}x as fast"
+    )

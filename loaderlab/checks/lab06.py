@@ -35,8 +35,9 @@ class WorkerGrowth:
     growth_mb: list[float]
 
 
-def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500,
-                  seed: int = 0) -> WorkerGrowth:
+def worker_growth(
+    dataset: Dataset, num_workers: int = 2, batch_size: int = 500, seed: int = 0
+) -> WorkerGrowth:
     """Return the items of one shuffled epoch over ``dataset`` in forked workers (inherited, not
     pickled: it may be defined in a notebook), and each worker's USS growth in MB from the gate."""
     require_positive(num_workers, "num_workers")
@@ -45,8 +46,14 @@ def worker_growth(dataset: Dataset, num_workers: int = 2, batch_size: int = 500,
     order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
     mem = WorkerMemorySampler(interval_s=0.05, include_main=False)
     loader = DataLoader(
-        dataset, batch_size=batch_size, sampler=order, num_workers=num_workers,
-        worker_init_fn=mem.gate, collate_fn=list, multiprocessing_context="fork", timeout=60,
+        dataset,
+        batch_size=batch_size,
+        sampler=order,
+        num_workers=num_workers,
+        worker_init_fn=mem.gate,
+        collate_fn=list,
+        multiprocessing_context="fork",
+        timeout=60,
     )
     items = [item for batch in mem.watch(loader) for item in batch]  # only this loader's workers
     growth = mem.worker_uss_growth_mb()
@@ -96,8 +103,10 @@ def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROW
     rows = caption_rows(n_rows)
     dataset = candidate(rows)
     if not isinstance(dataset, Dataset):
-        raise Wrong(f"{getattr(candidate, '__name__', 'your class')}(rows) returned a "
-                    f"{type(dataset).__name__}, not a torch Dataset. Hint: subclass torch.utils.data.Dataset")
+        raise Wrong(
+            f"{getattr(candidate, '__name__', 'your class')}(rows) returned a "
+            f"{type(dataset).__name__}, not a torch Dataset. Hint: subclass torch.utils.data.Dataset"
+        )
     if len(dataset) != len(rows):
         raise Wrong(f"your dataset has {len(dataset)} items but the table has {len(rows)} rows. {HINT}")
     fork = can_fork()
@@ -105,9 +114,11 @@ def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROW
     indices = range(len(rows)) if not fork else sorted({*range(1000), *range(0, len(rows), 101)})
     _check_rows(lambda i: dataset[i], indices, rows, "")
     if not fork:  # the rows are right, but what the lab is about cannot be measured: not a pass
-        raise NotCheckable(f"no fork (all {len(rows):,} rows returned exactly, but whether forked "
-                           "workers share the table can only be measured where fork exists: Linux "
-                           "or macOS, or WSL on Windows)")
+        raise NotCheckable(
+            f"no fork (all {len(rows):,} rows returned exactly, but whether forked "
+            "workers share the table can only be measured where fork exists: Linux "
+            "or macOS, or WSL on Windows)"
+        )
     size_mb = list_bytes(rows) / MB
     measured = worker_growth(dataset)
     _check_rows(measured.items.__getitem__, range(len(rows)), rows, " read in a worker")
@@ -117,5 +128,7 @@ def check_cow_fix(candidate: Callable[[list[str]], Dataset], n_rows: int = N_ROW
             f"the {size_mb:.0f} MB table (limit {GROWTH_LIMIT * size_mb:.0f} MB): {_culprit(dataset)}, "
             f"and every read writes the reference count of the row's object, so its page is copied. {HINT}"
         )
-    return (f"all {len(rows):,} rows returned exactly, and 2 forked workers each grew by less than "
-            f"{GROWTH_LIMIT:.0%} of the {size_mb:.0f} MB list")
+    return (
+        f"all {len(rows):,} rows returned exactly, and 2 forked workers each grew by less than "
+        f"{GROWTH_LIMIT:.0%} of the {size_mb:.0f} MB list"
+    )

@@ -27,15 +27,19 @@ def check_hang_fix(candidate: Callable[[Dataset], DataLoader], make_dataset: Cal
     finishes an epoch while the client's lock is held in the main process, every read under a
     lock that the reading process created. ``make_dataset`` is the lab's ``ClientDataset``."""
     if not callable(make_dataset) or isinstance(make_dataset, Dataset):
-        raise Wrong(f"pass the dataset's class as the second argument, check_hang_fix(make_loader, "
-                    f"ClientDataset), got {type(make_dataset).__name__}")
+        raise Wrong(
+            f"pass the dataset's class as the second argument, check_hang_fix(make_loader, "
+            f"ClientDataset), got {type(make_dataset).__name__}"
+        )
     try:
         dataset = make_dataset()
     except Exception as exc:
         raise Wrong(f"ClientDataset() failed: {one_line(exc)}") from None
     if not isinstance(dataset, Dataset) or not isinstance(getattr(dataset, "client", None), ResourceClient):
-        raise Wrong("the second argument must build the lab's ClientDataset (a Dataset that reads "
-                    "through a ResourceClient in .client)")
+        raise Wrong(
+            "the second argument must build the lab's ClientDataset (a Dataset that reads "
+            "through a ResourceClient in .client)"
+        )
     n = len(dataset)
     if n != N_ITEMS:
         raise Wrong(f"the lab's ClientDataset has {N_ITEMS} items, this one has {n}")
@@ -43,9 +47,11 @@ def check_hang_fix(candidate: Callable[[Dataset], DataLoader], make_dataset: Cal
     if not isinstance(loader, DataLoader):
         raise Wrong(f"make_loader must return a DataLoader, got {type(loader).__name__}")
     if loader.num_workers < WORKERS:
-        raise Wrong(f"your loader has num_workers={loader.num_workers}: the contract keeps loading in "
-                    f"{WORKERS} worker processes (num_workers=0 avoids the hang only by giving up "
-                    f"parallel loading). {HINT}")
+        raise Wrong(
+            f"your loader has num_workers={loader.num_workers}: the contract keeps loading in "
+            f"{WORKERS} worker processes (num_workers=0 avoids the hang only by giving up "
+            f"parallel loading). {HINT}"
+        )
     if not isinstance(getattr(loader.dataset, "client", None), ResourceClient):
         raise Wrong("your loader must read the dataset it was given (its .client is the resource). " + HINT)
     result = epoch_with_lock_held(loader)
@@ -54,25 +60,37 @@ def check_hang_fix(candidate: Callable[[Dataset], DataLoader], make_dataset: Cal
         raise NotImplementedError("your code here")  # an unfinished stub ran in a worker: ⏳
     if error and ("not acquired within" in error or "timed out" in error):
         if 0 < loader.timeout:
-            raise Wrong(f"the epoch still failed ({error}): timeout= only turns the hang into an error, "
-                        f"the workers still wait on the lock they inherited locked. {HINT}")
-        raise Wrong(f"the epoch hangs: the workers wait for ever on the lock they inherited locked "
-                    f"from the main process (this check gave up: {error}). {HINT}")
+            raise Wrong(
+                f"the epoch still failed ({error}): timeout= only turns the hang into an error, "
+                f"the workers still wait on the lock they inherited locked. {HINT}"
+            )
+        raise Wrong(
+            f"the epoch hangs: the workers wait for ever on the lock they inherited locked "
+            f"from the main process (this check gave up: {error}). {HINT}"
+        )
     if error:
         raise Wrong(f"the epoch failed in a worker: {error}")
     indices = sorted(row[0] for row in result.rows)
     if indices != list(range(n)):
-        raise Wrong(f"the epoch yielded {len(indices)} items ({len(set(indices))} distinct) instead of "
-                    f"each of the {n} indices once. {HINT}")
+        raise Wrong(
+            f"the epoch yielded {len(indices)} items ({len(set(indices))} distinct) instead of "
+            f"each of the {n} indices once. {HINT}"
+        )
     unguarded = sum(1 for row in result.rows if not row[1])
     if unguarded:
-        raise Wrong(f"{unguarded} of {n} reads happened without holding a real lock: removing the lock "
-                    f"trades the hang for a race between threads. Give each worker its own lock "
-                    f"instead. {HINT}")
+        raise Wrong(
+            f"{unguarded} of {n} reads happened without holding a real lock: removing the lock "
+            f"trades the hang for a race between threads. Give each worker its own lock "
+            f"instead. {HINT}"
+        )
     inherited = sum(1 for row in result.rows if not row[2])
     if inherited:
-        raise Wrong(f"{inherited} of {n} reads used the lock the worker inherited from the main "
-                    f"process (released by hand?): what it guarded may be half-updated; create a new "
-                    f"lock or client in each worker instead. {HINT}")
-    return (f"all {n} items read under a lock of each worker's own, with the main process's lock "
-            f"held while the {loader.num_workers} workers started")
+        raise Wrong(
+            f"{inherited} of {n} reads used the lock the worker inherited from the main "
+            f"process (released by hand?): what it guarded may be half-updated; create a new "
+            f"lock or client in each worker instead. {HINT}"
+        )
+    return (
+        f"all {n} items read under a lock of each worker's own, with the main process's lock "
+        f"held while the {loader.num_workers} workers started"
+    )

@@ -36,19 +36,29 @@ def _take(iterator: Iterable[Any], limit: int, where: str) -> list[int]:
     items = []
     for value in iterator:
         try:
-            if isinstance(value, bool) or (isinstance(value, torch.Tensor) and (
-                    value.dim() or value.is_floating_point() or value.dtype == torch.bool)):
+            if isinstance(value, bool) or (
+                isinstance(value, torch.Tensor)
+                and (value.dim() or value.is_floating_point() or value.dtype == torch.bool)
+            ):
                 raise TypeError
             items.append(operator.index(value))
         except TypeError:
-            kind = (f"a tensor of shape {tuple(value.shape)}, dtype {value.dtype}"
-                    if isinstance(value, torch.Tensor) else
-                    f"{value!r}" if isinstance(value, bool) else f"{value!r} ({type(value).__name__})")
-            raise Wrong(f"{where} yielded {kind}: yield one int per item (a 0-d integer tensor is "
-                        f"accepted too), not floats, lists or batches. {HINT_WORKERS}") from None
+            kind = (
+                f"a tensor of shape {tuple(value.shape)}, dtype {value.dtype}"
+                if isinstance(value, torch.Tensor)
+                else f"{value!r}"
+                if isinstance(value, bool)
+                else f"{value!r} ({type(value).__name__})"
+            )
+            raise Wrong(
+                f"{where} yielded {kind}: yield one int per item (a 0-d integer tensor is "
+                f"accepted too), not floats, lists or batches. {HINT_WORKERS}"
+            ) from None
         if len(items) > limit:
-            raise Wrong(f"{where} delivered more than {limit} items for n={N}: the stream must "
-                        f"end after its share. {HINT_WORKERS}")
+            raise Wrong(
+                f"{where} delivered more than {limit} items for n={N}: the stream must "
+                f"end after its share. {HINT_WORKERS}"
+            )
     return items
 
 
@@ -82,16 +92,20 @@ def _readings(make_dataset: Callable[..., Any]) -> dict[tuple[int, int], list[li
             for rank in range(world):
                 dataset = make_dataset(N) if world == 1 else make_dataset(N, rank=rank, world_size=world)
                 if not isinstance(dataset, IterableDataset):
-                    raise Wrong(f"make_dataset returned {type(dataset).__name__}: return an "
-                                f"IterableDataset (a class with __iter__). {HINT_WORKERS}")
+                    raise Wrong(
+                        f"make_dataset returned {type(dataset).__name__}: return an "
+                        f"IterableDataset (a class with __iter__). {HINT_WORKERS}"
+                    )
                 try:
                     setup = f"rank {rank} of {world} with num_workers={workers}"
                     per_rank.append(_read(dataset, workers, 4 * N, setup))
                 except AttributeError as exc:
                     if workers == 0 and "NoneType" in str(exc):
-                        raise Wrong(f"with num_workers=0 your dataset raised AttributeError ({exc}): "
-                                    f"get_worker_info() returns None in the main process — treat that "
-                                    f"as worker 0 of 1. {HINT_WORKERS}") from None
+                        raise Wrong(
+                            f"with num_workers=0 your dataset raised AttributeError ({exc}): "
+                            f"get_worker_info() returns None in the main process — treat that "
+                            f"as worker 0 of 1. {HINT_WORKERS}"
+                        ) from None
                     raise
             readings[world, workers] = per_rank
     return readings
@@ -99,8 +113,13 @@ def _readings(make_dataset: Callable[..., Any]) -> dict[tuple[int, int], list[li
 
 def _diagnose(readings: dict[tuple[int, int], list[list[int]]]) -> None:
     """Raise Wrong with the first problem in ``readings``, checked in teaching order."""
-    within = [(key, item, n) for key, ranks in readings.items() for items in ranks
-              for item, n in collections.Counter(items).items() if n > 1]
+    within = [
+        (key, item, n)
+        for key, ranks in readings.items()
+        for items in ranks
+        for item, n in collections.Counter(items).items()
+        if n > 1
+    ]
     across = []
     for key, ranks in readings.items():
         seen: dict[int, int] = {}
@@ -108,36 +127,47 @@ def _diagnose(readings: dict[tuple[int, int], list[list[int]]]) -> None:
             across += [(key, seen[item], rank, item) for item in set(items) if item in seen]
             seen.update((item, rank) for item in items if item not in seen)
     if within and across and readings[2, 0][0] == readings[2, 0][1]:
-        raise Wrong(f"your stream is not sharded: every worker of every rank yields all {N} "
-                    f"items — split it by rank and by get_worker_info(). {HINT_RANKS}")
+        raise Wrong(
+            f"your stream is not sharded: every worker of every rank yields all {N} "
+            f"items — split it by rank and by get_worker_info(). {HINT_RANKS}"
+        )
     if within:
         (_, workers), item, n = within[0]
-        raise Wrong(f"with num_workers={workers} item {item} arrives {n} times from one rank: "
-                    f"the workers of a rank yield the same items — split the stream by "
-                    f"get_worker_info().id and .num_workers too. {HINT_WORKERS}")
+        raise Wrong(
+            f"with num_workers={workers} item {item} arrives {n} times from one rank: "
+            f"the workers of a rank yield the same items — split the stream by "
+            f"get_worker_info().id and .num_workers too. {HINT_WORKERS}"
+        )
     if across:
         (world, workers), first, second, item = across[0]
-        raise Wrong(f"with world_size={world} and num_workers={workers} ranks {first} and "
-                    f"{second} both yield item {item}: the ranks duplicate each other — there "
-                    f"are world_size × num_workers readers, number them rank * num_workers + "
-                    f"worker id. {HINT_RANKS}")
+        raise Wrong(
+            f"with world_size={world} and num_workers={workers} ranks {first} and "
+            f"{second} both yield item {item}: the ranks duplicate each other — there "
+            f"are world_size × num_workers readers, number them rank * num_workers + "
+            f"worker id. {HINT_RANKS}"
+        )
     for (world, workers), ranks in readings.items():
         delivered = sorted(item for items in ranks for item in items)
         setup = f"with world_size={world} and num_workers={workers}"
         outside = [i for i in delivered if not 0 <= i < N]
         if outside:
-            raise Wrong(f"{setup} your stream yields {outside[0]}, which is not in range({N}). "
-                        f"{HINT_WORKERS}")
+            raise Wrong(
+                f"{setup} your stream yields {outside[0]}, which is not in range({N}). {HINT_WORKERS}"
+            )
         missing = sorted(set(range(N)) - set(delivered))
         if missing:
             readers = world * max(workers, 1)
             remainder = N % readers
-            why = (f"blocks of n // {readers} lose the last {remainder} item(s) — give the "
-                   f"remainder to some readers (or deal items round-robin)"
-                   if missing == list(range(N - remainder, N))
-                   else "every item must reach exactly one reader")
-            raise Wrong(f"{setup}, {len(missing)} of {N} items never arrive (e.g. item {missing[-1]}): "
-                        f"{why}. {HINT_RANKS}")
+            why = (
+                f"blocks of n // {readers} lose the last {remainder} item(s) — give the "
+                f"remainder to some readers (or deal items round-robin)"
+                if missing == list(range(N - remainder, N))
+                else "every item must reach exactly one reader"
+            )
+            raise Wrong(
+                f"{setup}, {len(missing)} of {N} items never arrive (e.g. item {missing[-1]}): "
+                f"{why}. {HINT_RANKS}"
+            )
 
 
 @checker
@@ -150,11 +180,18 @@ def check_sharded_iterable(make_dataset: Callable[..., Any]) -> str:
     _read(dataset, 0, 4 * N, "the first epoch")
     again = _read(dataset, 0, 4 * N, "a second epoch")
     if sorted(again) != list(range(N)):
-        raise Wrong(f"a second epoch over the same dataset delivered {len(again)} of {N} "
-                    f"items: create the iterator inside __iter__, not in __init__. {HINT_WORKERS}")
+        raise Wrong(
+            f"a second epoch over the same dataset delivered {len(again)} of {N} "
+            f"items: create the iterator inside __iter__, not in __init__. {HINT_WORKERS}"
+        )
     method = worker_start_method(dataset)
-    how = (f"real workers started by {method}" if method else
-           "workers simulated in-process: your class is defined in the notebook and this platform "
-           "cannot fork")
-    return (f"all {N} items arrive exactly once for world sizes {list(WORLD_SIZES)} × "
-            f"num_workers {list(NUM_WORKERS)} ({len(readings)} setups, {how})")
+    how = (
+        f"real workers started by {method}"
+        if method
+        else "workers simulated in-process: your class is defined in the notebook and this platform "
+        "cannot fork"
+    )
+    return (
+        f"all {N} items arrive exactly once for world sizes {list(WORLD_SIZES)} × "
+        f"num_workers {list(NUM_WORKERS)} ({len(readings)} setups, {how})"
+    )

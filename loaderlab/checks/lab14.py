@@ -31,8 +31,9 @@ def _step(batch: Any) -> None:
 
 def _timed(loader: DataLoader, max_batches: int | None = None) -> tuple[list[Any], float]:
     """Return (batches, wait share) of one pass, each worker's first batch left out."""
-    run = timed_pass(loader, max_batches, seconds=LIMIT_S, step=_step, count_startup=True, keep=True,
-                     close=True)
+    run = timed_pass(
+        loader, max_batches, seconds=LIMIT_S, step=_step, count_startup=True, keep=True, close=True
+    )
     skip = min(max(1, loader.num_workers), run.batches // 2)
     wait, step = sum(run.waits_s[skip:]), sum(run.steps_s[skip:])
     return run.values, wait / (wait + step) if wait + step else 1.0
@@ -41,14 +42,19 @@ def _timed(loader: DataLoader, max_batches: int | None = None) -> tuple[list[Any
 def _agree(measure: Callable[..., Any], loader: DataLoader, share: float, which: str) -> None:
     theirs = measure(loader, _step)
     if isinstance(theirs, bool) or not isinstance(theirs, (int, float)) or abs(theirs - share) > AGREE:
-        raise Wrong(f"your wait_share returned {theirs!r:.6} for {which}, the checker measured {share:.2f}: "
-                    f"time the wait inside next(loader) apart from the step, leave the first batch out, "
-                    f"and return wait / (wait + step), a fraction of 1. {HINT}")
+        raise Wrong(
+            f"your wait_share returned {theirs!r:.6} for {which}, the checker measured {share:.2f}: "
+            f"time the wait inside next(loader) apart from the step, leave the first batch out, "
+            f"and return wait / (wait + step), a fraction of 1. {HINT}"
+        )
 
 
 @checker
-def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataLoader,
-                     measure: Callable[..., float] | None = None) -> str:
+def check_bottleneck(
+    fix: Callable[[DataLoader], DataLoader],
+    slow_loader: DataLoader,
+    measure: Callable[..., float] | None = None,
+) -> str:
     """Return a confirmation if ``fix(slow_loader)`` yields the same batches and waits for data
     under AFTER_MAX of the time (the starting loader: over BEFORE_MIN); raise Wrong otherwise."""
     starting_loader(slow_loader, "check_bottleneck(fix, slow_loader)")
@@ -59,33 +65,52 @@ def check_bottleneck(fix: Callable[[DataLoader], DataLoader], slow_loader: DataL
         expected = reference_batches(slow_loader)
         _, before = _timed(slow_loader, max_batches=3)
         if before < BEFORE_MIN:
-            raise Wrong(f"the starting loader waited only {before:.0%} of the time: pass the lab's "
-                        f"slow_loader unchanged and put your fix in fix().")
+            raise Wrong(
+                f"the starting loader waited only {before:.0%} of the time: pass the lab's "
+                f"slow_loader unchanged and put your fix in fix()."
+            )
         if measure is not None:
             _agree(measure, slow_loader, before, "the starting loader")
         if loader.num_workers:  # bounded; forked where it can, so start-up is not what is judged
             fork = loader.multiprocessing_context is None and can_fork()
-            loader = rebuild(loader, timeout=loader.timeout or 10.0,
-                             multiprocessing_context="fork" if fork else loader.multiprocessing_context)
+            loader = rebuild(
+                loader,
+                timeout=loader.timeout or 10.0,
+                multiprocessing_context="fork" if fork else loader.multiprocessing_context,
+            )
         batches, after = _timed(loader)
         biggest = max((batch_size_of(b) for b in batches), default=0)
-        compare(batches, expected, sizes=True, prefix=True,
-                count=f"your loader yields batches of {biggest} samples, the starting one of "
-                      f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the "
-                      f"wait). {HINT}",
-                differ=lambda k: f"batch {k} differs from the starting loader's batch {k}: the fix must "
-                                 f"keep every sample and the order (no shuffle), only make it faster. {HINT}")
+        compare(
+            batches,
+            expected,
+            sizes=True,
+            prefix=True,
+            count=f"your loader yields batches of {biggest} samples, the starting one of "
+            f"{slow_loader.batch_size}: keep batch_size (a bigger batch only hides the "
+            f"wait). {HINT}",
+            differ=lambda k: (
+                f"batch {k} differs from the starting loader's batch {k}: the fix must "
+                f"keep every sample and the order (no shuffle), only make it faster. {HINT}"
+            ),
+        )
         if after > AFTER_MAX or after > before / 2:
             workers = loader.num_workers
-            how = ("workers share the slow stage's cost between them, they do not remove it; find the stage "
-                   "that costs the time" if workers else
-                   "time each stage of __getitem__ and stop paying the slow one for every sample")
-            raise Wrong(f"{f'with {workers} workers ' if workers else ''}your loader still waits "
-                        f"{after:.0%} of the time for data (the starting one {before:.0%}): {how}. {HINT}")
+            how = (
+                "workers share the slow stage's cost between them, they do not remove it; find the stage "
+                "that costs the time"
+                if workers
+                else "time each stage of __getitem__ and stop paying the slow one for every sample"
+            )
+            raise Wrong(
+                f"{f'with {workers} workers ' if workers else ''}your loader still waits "
+                f"{after:.0%} of the time for data (the starting one {before:.0%}): {how}. {HINT}"
+            )
         if len(batches) < len(expected):
             raise Wrong(f"your loader stopped after {len(batches)} of {len(expected)} batches. {HINT}")
         if measure is not None:
             _agree(measure, loader, after, "your fixed loader")
-    return (f"same {len(batches)} batches; waiting for data over {BEFORE_MIN:.0%} of the time before, under "
-            f"{AFTER_MAX:.0%} after (each with a {STEP_S * 1000:.0f} ms step)"
-            f"{'; your wait_share agrees on both' if measure is not None else ''}")
+    return (
+        f"same {len(batches)} batches; waiting for data over {BEFORE_MIN:.0%} of the time before, under "
+        f"{AFTER_MAX:.0%} after (each with a {STEP_S * 1000:.0f} ms step)"
+        f"{'; your wait_share agrees on both' if measure is not None else ''}"
+    )

@@ -27,19 +27,30 @@ def check_kept_batches(keep: Callable[[Any], Any]) -> str:
     if error and "your code here" in error:
         raise NotImplementedError("your code here")
     if holds or (error and "Too many open files" in error):
-        why = {"received": "you keep the received tensors themselves",
-               "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
-                         "keeps the worker's segment alive)"}.get(holds or "", "what you keep holds them")
-        raise Wrong(f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
-                    f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds "
-                    f"a file descriptor while it lives, and {why}; keep private copies (clone()) instead. "
-                    f"{HINT}")
+        why = {
+            "received": "you keep the received tensors themselves",
+            "shared": "your copies share the received memory (a view, [:], detach() or .numpy() "
+            "keeps the worker's segment alive)",
+        }.get(holds or "", "what you keep holds them")
+        raise Wrong(
+            f"kept {kept} of {N_BATCHES} batches under a limit of {report.get('limit')} descriptors "
+            f"({error.split('.')[0] if error else 'no error yet'}): every tensor from a worker holds "
+            f"a file descriptor while it lives, and {why}; keep private copies (clone()) instead. "
+            f"{HINT}"
+        )
     if error:
         own = kept == 0 and "child" not in error and "within" not in error
-        raise Wrong(f"your keep raised {error}. {HINT}" if own else
-                    f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}")
+        raise Wrong(
+            f"your keep raised {error}. {HINT}"
+            if own
+            else f"the loop stopped after {kept} of {N_BATCHES} batches: {error}. {HINT}"
+        )
     if report["wrong_at"] is not None:
-        raise Wrong(f"what you kept of batch {report['wrong_at']} is not its (features, labels): return "
-                    f"both, with the received values, as tensors, arrays or lists. {HINT}")
-    return (f"all {N_BATCHES} batches kept, with their values, within {HEADROOM} descriptors of headroom "
-            f"(2 workers, the file_descriptor strategy)")
+        raise Wrong(
+            f"what you kept of batch {report['wrong_at']} is not its (features, labels): return "
+            f"both, with the received values, as tensors, arrays or lists. {HINT}"
+        )
+    return (
+        f"all {N_BATCHES} batches kept, with their values, within {HEADROOM} descriptors of headroom "
+        f"(2 workers, the file_descriptor strategy)"
+    )

@@ -56,9 +56,11 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
     name, signature = body.__name__, inspect.signature(body)
     first = next(iter(signature.parameters))
     if not callable(candidate):
-        raise CheckerTypeError(f"{name}: `{first}` must be the function (or class) you wrote, got "
-                               f"{type(candidate).__name__} {_short(candidate)}; pass it without calling "
-                               f"it, e.g. {name}({first})")
+        raise CheckerTypeError(
+            f"{name}: `{first}` must be the function (or class) you wrote, got "
+            f"{type(candidate).__name__} {_short(candidate)}; pass it without calling "
+            f"it, e.g. {name}({first})"
+        )
     unknown = [key for key in kwargs if key not in signature.parameters]
     if unknown:  # before a missing argument: the misspelt name is the likelier mistake
         raise CheckerTypeError(f"{name}: got an unexpected keyword argument {unknown[0]!r}")
@@ -71,8 +73,9 @@ def _validate_call(body: Callable[..., Any], candidate: Any, args: tuple, kwargs
         if default is inspect.Parameter.empty:
             continue  # a required argument (e.g. the lab's starting loader): the body checks it
         if (callable(default) or default is None and value is not None) and not callable(value):
-            raise CheckerTypeError(f"{name}: `{key}` must be a function, got {type(value).__name__} "
-                                   f"{_short(value)}")
+            raise CheckerTypeError(
+                f"{name}: `{key}` must be a function, got {type(value).__name__} {_short(value)}"
+            )
         if isinstance(default, int) and not isinstance(default, bool):  # a size
             try:
                 require_positive(value, f"`{key}`")
@@ -101,10 +104,15 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
         try:
             confirmation = body(candidate, *args, **kwargs)
         except Exception as exc:
-            line = (f"{FAIL} {exc}" if isinstance(exc, Wrong) else
-                    f"{PENDING} not checkable here: {exc}" if isinstance(exc, NotCheckable) else
-                    f"{PENDING} not attempted yet" if _is_stub(exc) else
-                    f"{FAIL} your code raised {one_line(exc)}")
+            line = (
+                f"{FAIL} {exc}"
+                if isinstance(exc, Wrong)
+                else f"{PENDING} not checkable here: {exc}"
+                if isinstance(exc, NotCheckable)
+                else f"{PENDING} not attempted yet"
+                if _is_stub(exc)
+                else f"{FAIL} your code raised {one_line(exc)}"
+            )
             del exc
             gc.collect()  # a failed loader keeps its workers until the traceback's iterator is collected
             print(line)
@@ -119,10 +127,17 @@ def starting_loader(loader: Any, call: str) -> DataLoader:
     """Return ``loader`` if it can be a lab's starting loader (batched, no workers), else raise Wrong."""
     if isinstance(loader, DataLoader) and not loader.num_workers and loader.batch_sampler is not None:
         return loader
-    got = (type(loader).__name__ if not isinstance(loader, DataLoader) else
-           f"one with num_workers={loader.num_workers}" if loader.num_workers else "one with batch_size=None")
-    raise Wrong(f"{call} needs the lab's starting loader (a DataLoader with num_workers=0) as slow_loader, "
-                f"got {got}: run the cell that builds it.")
+    got = (
+        type(loader).__name__
+        if not isinstance(loader, DataLoader)
+        else f"one with num_workers={loader.num_workers}"
+        if loader.num_workers
+        else "one with batch_size=None"
+    )
+    raise Wrong(
+        f"{call} needs the lab's starting loader (a DataLoader with num_workers=0) as slow_loader, "
+        f"got {got}: run the cell that builds it."
+    )
 
 
 def as_loader(value: Any, call: str, hint: str) -> DataLoader:
@@ -149,8 +164,14 @@ def first_diff(batches: list[Any], expected: list[Any]) -> int | None:
     return next((k for k, (a, b) in enumerate(pairs) if not same_batch(a, b)), None)
 
 
-def compare(batches: list[Any], expected: list[Any], count: str, differ: Callable[[int], str],
-            sizes: bool = False, prefix: bool = False) -> None:
+def compare(
+    batches: list[Any],
+    expected: list[Any],
+    count: str,
+    differ: Callable[[int], str],
+    sizes: bool = False,
+    prefix: bool = False,
+) -> None:
     """Raise Wrong(``count``) when ``batches`` and ``expected`` differ in number (``sizes``: in each
     batch's size; ``prefix``: ``batches`` may end early, a bounded epoch), else Wrong(``differ(k)``)
     for the first batch k that holds other values."""

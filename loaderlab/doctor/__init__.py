@@ -13,10 +13,17 @@ while it is still initialising.
 import importlib
 
 _EXPORTS = {
-    "describe": "core", "doctor": "core", "working_copy": "core",
-    "FINDINGS": "findings", "PROBES": "findings", "Finding": "findings", "anchor": "links",
-    "probe_for": "findings", "section_link": "links",
-    "JSON_SHAPE": "report", "Report": "report",
+    "describe": "core",
+    "doctor": "core",
+    "working_copy": "core",
+    "FINDINGS": "findings",
+    "PROBES": "findings",
+    "Finding": "findings",
+    "anchor": "links",
+    "probe_for": "findings",
+    "section_link": "links",
+    "JSON_SHAPE": "report",
+    "Report": "report",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -141,13 +141,23 @@ def fixed_held_rng() -> DataLoader:  # the one seeding recipe: a seed kept, the 
 
 
 def broken_globals_reseeded_only() -> DataLoader:  # notebook 07: seeds the globals, not the held generator
-    return DataLoader(lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2,
-                      worker_init_fn=lesson07("seed_globals"))
+    return DataLoader(
+        lesson07("HeldRng")(32),
+        batch_size=4,
+        shuffle=True,
+        num_workers=2,
+        worker_init_fn=lesson07("seed_globals"),
+    )
 
 
 def broken_inherited_numpy() -> DataLoader:  # notebook 07: the parent's NumPy state (torch < 1.9)
-    return DataLoader(lesson07("GlobalDraws")(32), batch_size=4, shuffle=True, num_workers=2,
-                      worker_init_fn=lesson07("InheritedNumpyState")())
+    return DataLoader(
+        lesson07("GlobalDraws")(32),
+        batch_size=4,
+        shuffle=True,
+        num_workers=2,
+        worker_init_fn=lesson07("InheritedNumpyState")(),
+    )
 
 
 def broken_stale_epoch() -> DataLoader:  # notebook 08: persistent workers keep their copy
@@ -189,13 +199,19 @@ def fixed_collate() -> DataLoader:
 
 
 def broken_seeded_from_worker_id() -> DataLoader:  # notebook 07: the same draws every epoch
-    return DataLoader(lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2,
-                      worker_init_fn=seed_from_worker_id)
+    return DataLoader(
+        lesson07("HeldRng")(32), batch_size=4, shuffle=True, num_workers=2, worker_init_fn=seed_from_worker_id
+    )
 
 
 def fixed_global_draws() -> DataLoader:  # torch reseeds the globals; claim C15's fix keeps it so
-    return DataLoader(lesson07("GlobalDraws")(32), batch_size=4, shuffle=True, num_workers=2,
-                      worker_init_fn=lesson07("seed_globals"))
+    return DataLoader(
+        lesson07("GlobalDraws")(32),
+        batch_size=4,
+        shuffle=True,
+        num_workers=2,
+        worker_init_fn=lesson07("seed_globals"),
+    )
 
 
 def fixed_distributed_order() -> DataLoader:  # the same loader: the fix, set_epoch, is in the loop
@@ -366,8 +382,10 @@ def __getattr__(name: str):  # notebook 07's seeding datasets, by name, as the o
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-NO_SPEED = ["--probes", "pickling,samples,collate,coverage,stream,batches,random,persistent,samplers,"
-            "containers,threads"]
+NO_SPEED = [
+    "--probes",
+    "pickling,samples,collate,coverage,stream,batches,random,persistent,samplers,containers,threads",
+]
 SPEED = ["--probes", "speed"]
 THREADS = ["--probes", "threads"]
 HOOK = ["--between-epochs", "loaderlab.doctor.catalogue:set_sampler_epoch"]

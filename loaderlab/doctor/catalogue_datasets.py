@@ -27,8 +27,13 @@ NOTEBOOKS = str(Path(__file__).resolve().parents[2] / "notebooks")
 if NOTEBOOKS not in sys.path:  # notebook 07's lesson modules; spawned workers inherit sys.path
     sys.path.insert(0, NOTEBOOKS)
 
-LESSON07 = {"GlobalDraws": "lesson07_draws", "HeldRng": "lesson07_draws", "seed_globals": "lesson07_draws",
-            "InheritedNumpyState": "lesson07_draws", "LazyRng": "lesson07_lazy_rng"}
+LESSON07 = {
+    "GlobalDraws": "lesson07_draws",
+    "HeldRng": "lesson07_draws",
+    "seed_globals": "lesson07_draws",
+    "InheritedNumpyState": "lesson07_draws",
+    "LazyRng": "lesson07_lazy_rng",
+}
 
 
 def lesson07(name: str):
@@ -37,8 +42,10 @@ def lesson07(name: str):
     try:
         return getattr(importlib.import_module(LESSON07[name]), name)
     except ModuleNotFoundError as exc:
-        raise ImportError(f"{name} is notebook 07's (notebooks/{LESSON07[name]}.py): run from a copy of the "
-                          "course that has its notebooks/ folder") from exc
+        raise ImportError(
+            f"{name} is notebook 07's (notebooks/{LESSON07[name]}.py): run from a copy of the "
+            "course that has its notebooks/ folder"
+        ) from exc
 
 
 def __getattr__(name: str):
@@ -94,7 +101,7 @@ class PackedRows(Dataset):
         return len(self.offsets) - 1
 
     def __getitem__(self, index: int) -> int:
-        return len(self.buffer[self.offsets[index]:self.offsets[index + 1]].tobytes().decode())
+        return len(self.buffer[self.offsets[index] : self.offsets[index + 1]].tobytes().decode())
 
 
 class EpochSeen(Dataset):
@@ -198,7 +205,7 @@ class Bytes(Dataset):
         return self.n
 
     def __getitem__(self, index: int) -> torch.Tensor:
-        record = self.buffer[index * 16:(index + 1) * 16]
+        record = self.buffer[index * 16 : (index + 1) * 16]
         return torch.from_numpy(record.copy() if self.copy else record)
 
 

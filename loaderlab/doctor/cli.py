@@ -29,8 +29,9 @@ def resolve(target: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise UsageError(f"cannot import module {module_name!r} ({exc}); "
-                         "run from the folder that holds it") from exc
+        raise UsageError(
+            f"cannot import module {module_name!r} ({exc}); run from the folder that holds it"
+        ) from exc
     for part in attribute.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"module {module_name!r} has no attribute {attribute!r}")
@@ -61,8 +62,9 @@ def loader_factory(target: str) -> Callable[[], Any]:
         except Exception as exc:  # noqa: BLE001 - the user's factory failing is reported in one line
             raise UsageError(f"calling {target}() raised {type(exc).__name__}: {exc}") from exc
         if not _is_loader(made):
-            raise UsageError(f"{target}() returned a {type(made).__name__}, "
-                             "not a torch.utils.data.DataLoader")
+            raise UsageError(
+                f"{target}() returned a {type(made).__name__}, not a torch.utils.data.DataLoader"
+            )
         return made
 
     return make
@@ -76,12 +78,18 @@ def _is_loader(obj: Any) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``doctor`` with ``argv`` (after the command name); return the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m loaderlab doctor", description="probe a DataLoader "
-                                     "for the course's pitfalls and print a report")
+    parser = argparse.ArgumentParser(
+        prog="python -m loaderlab doctor",
+        description="probe a DataLoader for the course's pitfalls and print a report",
+    )
     add = parser.add_argument
     add("target", help="module:factory (a function returning a DataLoader) or module:loader")
-    add("--fail-on", choices=("info", "warning", "error"), default="error",
-        help="exit with status 1 when a finding has this severity or worse (default: error)")
+    add(
+        "--fail-on",
+        choices=("info", "warning", "error"),
+        default="error",
+        help="exit with status 1 when a finding has this severity or worse (default: error)",
+    )
     add("--time-budget", type=float, default=15.0, help="seconds the probes may take (default 15)")
     add("--max-batches", type=int, default=32, help="batches per timed pass (default 32)")
     add("--workers", help="num_workers values to compare with yours (default: one, from the usable cores)")
@@ -104,23 +112,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         shm = 1.0 if args.shm_mb is None else args.shm_mb
         negative = min(args.step, *(workers or [0])) < 0
         if workers == [] or min(args.time_budget, args.max_batches, shm) <= 0 or negative:
-            raise UsageError("--time-budget, --max-batches and --shm-mb must be > 0, "
-                             "--step and --workers >= 0")
+            raise UsageError(
+                "--time-budget, --max-batches and --shm-mb must be > 0, --step and --workers >= 0"
+            )
         probes = PROBES if args.probes is None else [p.strip() for p in args.probes.split(",") if p.strip()]
         if not probes or set(probes) - set(PROBES):
             raise UsageError(f"--probes must be a comma-separated list drawn from {', '.join(PROBES)}")
         hook = resolve(args.between_epochs) if args.between_epochs else None
         if hook is not None and not callable(hook):
-            raise UsageError(f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, "
-                             "not a function")
+            raise UsageError(
+                f"--between-epochs {args.between_epochs} is a {type(hook).__name__}, not a function"
+            )
         report = doctor(
-            loader_factory(args.target), time_budget_s=args.time_budget, max_batches=args.max_batches,
-            workers=workers, step_s=args.step, progress=not (args.no_progress or args.json), probes=probes,
-            between_epochs=hook, shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
+            loader_factory(args.target),
+            time_budget_s=args.time_budget,
+            max_batches=args.max_batches,
+            workers=workers,
+            step_s=args.step,
+            progress=not (args.no_progress or args.json),
+            probes=probes,
+            between_epochs=hook,
+            shm_bytes=None if args.shm_mb is None else int(args.shm_mb * 1024 * 1024),
         )
     except UsageError as exc:
         print(f"loaderlab doctor: {exc}", file=sys.stderr)
         return USAGE_ERROR
     print(report.to_json() if args.json else report)
     return FOUND if report.at_least(args.fail_on) else CLEAN
-

@@ -49,8 +49,9 @@ def working_copy(loader: DataLoader) -> tuple[DataLoader | None, str | None]:
     if isinstance(dataset, IterableDataset):
         pass
     elif type(loader.batch_sampler) is BatchSampler:  # keep loader.sampler reachable, as in the user's loader
-        copies.update(batch_sampler=None, sampler=sampler, batch_size=loader.batch_size,
-                      drop_last=loader.drop_last)
+        copies.update(
+            batch_sampler=None, sampler=sampler, batch_size=loader.batch_size, drop_last=loader.drop_last
+        )
     elif loader.batch_sampler is not None:
         copies.update(batch_sampler=batch_sampler)
     else:
@@ -90,14 +91,24 @@ def doctor(
         # the doctor's own samplers' and the host's (a Jupyter kernel's), not the user's loader
         warnings.filterwarnings("ignore", message=FORK_WITH_THREADS, category=DeprecationWarning)
         loader = _loader_of(loader_or_factory)
-        workers, chosen = _validated(time_budget_s, max_batches, shm_bytes, step_s, workers, between_epochs,
-                                     probes)
+        workers, chosen = _validated(
+            time_budget_s, max_batches, shm_bytes, step_s, workers, between_epochs, probes
+        )
         saved = torch.get_rng_state(), random.getstate(), np.random.get_state()
         names, raised = [p for p in PROBES if p in chosen], [(w, "any") for w in caught]
         statuses: dict[str, dict[str, Any]] = {}
         work, problem = working_copy(loader)
-        doc = Doctor(loader, work, problem, time_budget_s, max_batches, workers, float(step_s),
-                     between_epochs, shm_bytes)
+        doc = Doctor(
+            loader,
+            work,
+            problem,
+            time_budget_s,
+            max_batches,
+            workers,
+            float(step_s),
+            between_epochs,
+            shm_bytes,
+        )
         try:
             for name in progress_bar(names, desc="doctor", total=len(names)) if progress else names:
                 why, mark, t0 = doc.why_not(name), len(caught), time.perf_counter()
@@ -145,14 +156,23 @@ def _loader_of(loader_or_factory: DataLoader | Callable[[], DataLoader]) -> Data
     loader = loader_or_factory() if factory else loader_or_factory
     if not isinstance(loader, DataLoader):
         got = f"got {type(loader).__name__}"
-        raise TypeError(f"loader_or_factory() must return a torch.utils.data.DataLoader, {got}" if factory
-                        else f"loader_or_factory must be a DataLoader or a callable returning one, {got}")
+        raise TypeError(
+            f"loader_or_factory() must return a torch.utils.data.DataLoader, {got}"
+            if factory
+            else f"loader_or_factory must be a DataLoader or a callable returning one, {got}"
+        )
     return loader
 
 
-def _validated(time_budget_s: float, max_batches: int, shm_bytes: int | None, step_s: float,
-               workers: Iterable[int] | None, between_epochs: Any, probes: Iterable[str],
-               ) -> tuple[list[int] | None, list[str]]:
+def _validated(
+    time_budget_s: float,
+    max_batches: int,
+    shm_bytes: int | None,
+    step_s: float,
+    workers: Iterable[int] | None,
+    between_epochs: Any,
+    probes: Iterable[str],
+) -> tuple[list[int] | None, list[str]]:
     """Return ``(workers, probes)`` as lists once every option is checked (ValueError/TypeError)."""
     require_positive(time_budget_s, "time_budget_s", integer=False)
     require_positive(max_batches, "max_batches")
@@ -194,6 +214,7 @@ def warning_findings(raised: list[tuple[warnings.WarningMessage, str]]) -> list[
     found = []
     for key, (w, probe, code, text) in first.items():
         where = "creating the loader" if probe == "any" else f"{probe} probe"
-        found.append(finding(code, probe=probe, text=text, category=w.category.__name__, where=where,
-                             times=count[key]))
+        found.append(
+            finding(code, probe=probe, text=text, category=w.category.__name__, where=where, times=count[key])
+        )
     return found

@@ -90,8 +90,12 @@ def notebook_file(number: str, folder: Path = NOTEBOOKS) -> tuple[str, bool]:
 @functools.lru_cache(maxsize=64)
 def _headings(path: Path, mtime: float) -> tuple[str, ...]:
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    lines = [line for c in cells if c.get("cell_type") == "markdown"
-             for line in "".join(c.get("source", "")).splitlines()]
+    lines = [
+        line
+        for c in cells
+        if c.get("cell_type") == "markdown"
+        for line in "".join(c.get("source", "")).splitlines()
+    ]
     return tuple(line.strip() for line in lines if re.match(r"#{1,6} ", line.strip()))
 
 
@@ -105,8 +109,10 @@ def find_heading(found: tuple[str, ...], key: str) -> str | None:
     heading; words are looked for in the heading's rendered text (case ignored)."""
     if re.fullmatch(r"\d+\.", key):
         return next((h for h in found if h.startswith(f"## {key} ")), None)
-    return next((h for h in found if key.lower() in anchor(h).replace("-", " ").lower()
-                 or key.lower() in h.lower()), None)
+    return next(
+        (h for h in found if key.lower() in anchor(h).replace("-", " ").lower() or key.lower() in h.lower()),
+        None,
+    )
 
 
 def resolve(code: str, folder: Path = NOTEBOOKS) -> tuple[str, bool]:

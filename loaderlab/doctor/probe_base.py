@@ -100,9 +100,18 @@ class ProbeBase:
     """The state of one ``doctor(...)`` call that every probe reads; ``work`` is the loader over
     the copies (or None)."""
 
-    def __init__(self, loader: DataLoader, work: DataLoader | None, copy_problem: str | None, budget_s: float,
-                 max_batches: int, workers: Sequence[int] | None, step_s: float,
-                 between_epochs: Callable[[DataLoader, int], Any] | None, shm_bytes: int | None) -> None:
+    def __init__(
+        self,
+        loader: DataLoader,
+        work: DataLoader | None,
+        copy_problem: str | None,
+        budget_s: float,
+        max_batches: int,
+        workers: Sequence[int] | None,
+        step_s: float,
+        between_epochs: Callable[[DataLoader, int], Any] | None,
+        shm_bytes: int | None,
+    ) -> None:
         self.loader, self._work, self.copy_problem = loader, work, copy_problem
         self.end, self.max_batches, self.workers = time.perf_counter() + budget_s, max_batches, workers
         self.step_s, self.between_epochs, self.shm_bytes = step_s, between_epochs, shm_bytes
@@ -183,4 +192,3 @@ class ProbeBase:
     def _hook(self, loader: DataLoader, epoch: int) -> None:
         if self.between_epochs is not None:
             self.between_epochs(loader, epoch)
-

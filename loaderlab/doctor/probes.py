@@ -37,14 +37,18 @@ class Doctor(DataProbes, SampleProbes, SamplingProbes, WorkerProbes, SpeedProbes
             and "no automatic batching",
             "samples": not (self.iterable or self.n) and "no indexable samples",
             "threads": (not loader.num_workers and "no workers (threads in this process are yours to set)")
-            or (self.iterable and "an IterableDataset") or (not self.n and "no indexable samples"),
+            or (self.iterable and "an IterableDataset")
+            or (not self.n and "no indexable samples"),
         }.get(probe)
         if not_applicable:
             return "n/a", not_applicable
         if not self.copied and probe not in ("pickling", "containers"):
             return "skipped", f"the dataset {self.copy_problem}"
-        if self.key_problem and probe in ("samples", "collate", "random", "persistent", "threads") and not (
-                probe == "collate" and self.iterable):
+        if (
+            self.key_problem
+            and probe in ("samples", "collate", "random", "persistent", "threads")
+            and not (probe == "collate" and self.iterable)
+        ):
             return "skipped", self.key_problem
         if not self.workers_ok and probe in ("stream", "random", "persistent", "threads", "speed"):
             return "skipped", "workers cannot start"
@@ -55,4 +59,3 @@ class Doctor(DataProbes, SampleProbes, SamplingProbes, WorkerProbes, SpeedProbes
         if probe in ("stream", "random", "persistent", "threads") and self.left() <= self.startup_s:
             return "skipped", f"time budget too short for another worker start-up ({self.startup_s:.1f} s)"
         return None
-

@@ -73,8 +73,10 @@ class DataProbes(ProbeBase):
             except Exception as exc:  # noqa: BLE001 - any pickling error is the finding
                 failed[name] = one_line(exc)
             in_main |= finder.in_main
-        self.figures["pickling"] = {"pickled_mb": round(sizes.get("dataset", 0) / MB, 3),
-                                    "failed": sorted(failed)}
+        self.figures["pickling"] = {
+            "pickled_mb": round(sizes.get("dataset", 0) / MB, 3),
+            "failed": sorted(failed),
+        }
         opened, handles = [], []
         for name, value in fields_of(loader.dataset):
             if isinstance(value, io.IOBase) and not value.closed:
@@ -96,17 +98,29 @@ class DataProbes(ProbeBase):
             if not self.workers_ok:
                 when = f"this loader starts its workers with {self.method}, so iter(loader) fails"
             what = ", ".join(f"{k} ({v})" for k, v in failed.items())
-            self.add("pickle.fails", "warning" if self.workers_ok else None, what=what, when=when,
-                     failed=sorted(failed))
+            self.add(
+                "pickle.fails",
+                "warning" if self.workers_ok else None,
+                what=what,
+                when=when,
+                failed=sorted(failed),
+            )
         if in_main:
             self.add("pickle.main_module", names=", ".join(sorted(in_main)), classes=sorted(in_main))
 
     # -- large Python containers (attributes only, no fetch) ------------------------------------
     def containers(self) -> None:
-        found = {name: (len(value), mb) for name, value in fields_of(self.loader.dataset)
-                 if (mb := _container_mb(value)) is not None}
+        found = {
+            name: (len(value), mb)
+            for name, value in fields_of(self.loader.dataset)
+            if (mb := _container_mb(value)) is not None
+        }
         self.figures["containers"] = {k: {"items": n, "mb": round(mb, 1)} for k, (n, mb) in found.items()}
         for name, (n, mb) in found.items():
-            self.add("memory.python_container", "warning" if self.loader.num_workers else "info",
-                     name=name, items=n, mb=round(mb, 1))
-
+            self.add(
+                "memory.python_container",
+                "warning" if self.loader.num_workers else "info",
+                name=name,
+                items=n,
+                mb=round(mb, 1),
+            )

@@ -36,14 +36,20 @@ def leaves(obj: Any, path: str = "sample", depth: int = 0) -> list[tuple[str, An
 def conversion(found: str) -> str:
     """Return the fix for a type the default collate_fn cannot batch."""
     if found.startswith("PIL."):
-        return ("Convert each image to a tensor in __getitem__: transforms.PILToTensor() (torchvision), or "
-                "torch.from_numpy(np.asarray(image)).permute(2, 0, 1) (uint8, channels first).")
+        return (
+            "Convert each image to a tensor in __getitem__: transforms.PILToTensor() (torchvision), or "
+            "torch.from_numpy(np.asarray(image)).permute(2, 0, 1) (uint8, channels first)."
+        )
     if found == "object":
-        return ("Store numbers in a numeric dtype (a NumPy array of dtype object holds Python objects), or "
-                "return a list and batch it in your own collate_fn.")
-    return (f"Return tensors, NumPy arrays, numbers, str, or dicts, lists and tuples of them from "
-            f"__getitem__ "
-            f"(convert the {found} there), or pass a collate_fn that batches it.")
+        return (
+            "Store numbers in a numeric dtype (a NumPy array of dtype object holds Python objects), or "
+            "return a list and batch it in your own collate_fn."
+        )
+    return (
+        f"Return tensors, NumPy arrays, numbers, str, or dicts, lists and tuples of them from "
+        f"__getitem__ "
+        f"(convert the {found} there), or pass a collate_fn that batches it."
+    )
 
 
 def implicit_float64(samples: list[Any]) -> str | None:
@@ -83,8 +89,12 @@ class SampleProbes(ProbeBase):
                     nones.append(i)
             except Exception as exc:  # noqa: BLE001 - a sample that raises is the finding
                 failed[i] = exc
-        self.figures["samples"] = {"fetched": checked, "whole_dataset": checked == n, "raised": len(failed),
-                                   "none": len(nones)}
+        self.figures["samples"] = {
+            "fetched": checked,
+            "whole_dataset": checked == n,
+            "raised": len(failed),
+            "none": len(nones),
+        }
         self.bad |= set(failed) | set(nones)
         tail = failed.get(n - 1)
         if isinstance(tail, IndexError):
@@ -100,14 +110,26 @@ class SampleProbes(ProbeBase):
             error = one_line(failed[indices[0]])
             self.causes.append(error)
             same = f"; indices {', '.join(map(str, indices[:6]))}{' ...' if len(indices) > 6 else ''}"
-            self.add("sample.raises", where=f"sample {indices[0]}", index=indices[0], error=error,
-                     failed=len(indices), checked=checked, same=same if len(indices) > 1 else "",
-                     indices=indices[:20])
+            self.add(
+                "sample.raises",
+                where=f"sample {indices[0]}",
+                index=indices[0],
+                error=error,
+                failed=len(indices),
+                checked=checked,
+                same=same if len(indices) > 1 else "",
+                indices=indices[:20],
+            )
         if nones:
             self.causes.append("NoneType")
-            self.add("sample.none", where=f"sample {nones[0]}", index=nones[0], count=len(nones),
-                     checked=checked,
-                     indices=nones[:20])
+            self.add(
+                "sample.none",
+                where=f"sample {nones[0]}",
+                index=nones[0],
+                count=len(nones),
+                checked=checked,
+                indices=nones[:20],
+            )
 
     def _first_index_error(self, n: int, failed: dict[int, BaseException]) -> int:
         """Return the first index that raises IndexError (bisected: indices past the data all do)."""
@@ -136,14 +158,27 @@ class SampleProbes(ProbeBase):
         except Exception as exc:  # noqa: BLE001 - the item that raises is the finding
             error = one_line(exc)
             self.causes.append(error)
-            self.add("sample.raises", where=f"item {checked} of the stream", index=checked, error=error,
-                     failed=1,
-                     checked=checked + 1, same="", indices=[checked])
+            self.add(
+                "sample.raises",
+                where=f"item {checked} of the stream",
+                index=checked,
+                error=error,
+                failed=1,
+                checked=checked + 1,
+                same="",
+                indices=[checked],
+            )
         self.figures["samples"] = {"fetched": checked, "none": len(nones)}
         if nones:
             self.causes.append("NoneType")
-            self.add("sample.none", where=f"item {nones[0]} of the stream", index=nones[0], count=len(nones),
-                     checked=checked, indices=nones[:20])
+            self.add(
+                "sample.none",
+                where=f"item {nones[0]} of the stream",
+                index=nones[0],
+                count=len(nones),
+                checked=checked,
+                indices=nones[:20],
+            )
 
     def locate(self, exc: BaseException) -> bool:
         """After a probe failed with ``exc``: look in this process for the sample that raises it
@@ -167,8 +202,16 @@ class SampleProbes(ProbeBase):
                 if type(found).__name__ in error or one_line(found) in str(exc):
                     self.bad.add(i)
                     self.causes.append(one_line(found))
-                    self.add("sample.raises", where=f"sample {i}", index=i, error=one_line(found), failed=1,
-                             checked=i + 1, same="", indices=[i])
+                    self.add(
+                        "sample.raises",
+                        where=f"sample {i}",
+                        index=i,
+                        error=one_line(found),
+                        failed=1,
+                        checked=i + 1,
+                        same="",
+                        indices=[i],
+                    )
                     return True
         return False
 
@@ -198,12 +241,22 @@ class SampleProbes(ProbeBase):
         if shm is None and os.path.isdir("/dev/shm"):
             shm = shutil.disk_usage("/dev/shm").free
         need_mb = batch_mb * prefetch * workers
-        self.figures["collate"] = {"samples": len(samples), "batch_mb": round(batch_mb, 2), "shm_need_mb":
-                                   round(need_mb, 1), "shm_mb": None if shm is None else round(shm / MB, 1),
-                                   "float64": doubles}
+        self.figures["collate"] = {
+            "samples": len(samples),
+            "batch_mb": round(batch_mb, 2),
+            "shm_need_mb": round(need_mb, 1),
+            "shm_mb": None if shm is None else round(shm / MB, 1),
+            "float64": doubles,
+        }
         if shm is not None and workers and need_mb * MB > shm:
-            self.add("memory.shm_too_small", batch_mb=round(batch_mb, 1), workers=workers, prefetch=prefetch,
-                     need_mb=round(need_mb), shm_mb=round(shm / MB))
+            self.add(
+                "memory.shm_too_small",
+                batch_mb=round(batch_mb, 1),
+                workers=workers,
+                prefetch=prefetch,
+                need_mb=round(need_mb),
+                shm_mb=round(shm / MB),
+            )
 
     def _collate_failed(self, samples: list[Any], exc: BaseException) -> None:
         """Report why the collate_fn failed on samples that each read fine: shapes, or a type."""
@@ -216,12 +269,21 @@ class SampleProbes(ProbeBase):
             short = found.rsplit(".", 1)[-1]
             field = next((p for s in samples for p, v in leaves(s) if type(v).__name__ == short), "sample")
             self.causes.append(error)
-            self.add("collate.unsupported_type", found=found, field=field, error=error,
-                     conversion=conversion(found))
+            self.add(
+                "collate.unsupported_type",
+                found=found,
+                field=field,
+                error=error,
+                conversion=conversion(found),
+            )
             return
         shapes = sorted({tuple(t.shape) for s in samples for t in tensors_in(s)[:1]})
         if len(shapes) < 2:
             raise exc
         self.causes.append(error)
-        self.add("collate.variable_length", count=len(samples), shapes=", ".join(map(str, shapes[:4])),
-                 error=error[:80])
+        self.add(
+            "collate.variable_length",
+            count=len(samples),
+            shapes=", ".join(map(str, shapes[:4])),
+            error=error[:80],
+        )

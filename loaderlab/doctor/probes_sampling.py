@@ -43,8 +43,14 @@ class SamplingProbes(ProbeBase):
         dropped = n % size if type(bs) is BatchSampler and bs.drop_last and size else 0
         if dropped and type(bs.sampler) is SequentialSampler:  # the same ones every epoch
             self.figures["batches"]["dropped_every_epoch"] = dropped
-            self.add("batch.dropped_every_epoch", dropped=dropped, samples=n, share=dropped / n,
-                     first=n - dropped, last=n - 1)
+            self.add(
+                "batch.dropped_every_epoch",
+                dropped=dropped,
+                samples=n,
+                share=dropped / n,
+                first=n - dropped,
+                last=n - 1,
+            )
 
     # -- streams: items an epoch delivers against items the stream holds ------------------------
     def stream(self) -> None:
@@ -71,8 +77,9 @@ class SamplingProbes(ProbeBase):
     def _epoch(self, seconds: float) -> tuple[Counter[str], Counter[int], list[int], Pass, list[str]]:
         """Run one epoch of the stream with the loader's settings; return the items delivered (by
         fingerprint), the items per worker, the batch sizes, the timed pass and the order."""
-        probe = rebuild(self.work, dataset=ProbeIterable(self.dataset), collate_fn=identity,
-                        persistent_workers=False)
+        probe = rebuild(
+            self.work, dataset=ProbeIterable(self.dataset), collate_fn=identity, persistent_workers=False
+        )
         try:
             len(probe)  # as a loop showing progress does: torch then checks the count against __len__
         except TypeError:
@@ -89,9 +96,15 @@ class SamplingProbes(ProbeBase):
         self.started(run.first_batch_s if self.loader.num_workers and run.batches else 0.0)
         return delivered, per_worker, sizes, run, order
 
-    def _stream_findings(self, held: Counter[str], delivered: Counter[str], sizes: list[int],
-                         per_worker: Counter[int], lost_items: Counter[str] | None = None,
-                         lost_again: Counter[str] | None = None) -> None:
+    def _stream_findings(
+        self,
+        held: Counter[str],
+        delivered: Counter[str],
+        sizes: list[int],
+        per_worker: Counter[int],
+        lost_items: Counter[str] | None = None,
+        lost_again: Counter[str] | None = None,
+    ) -> None:
         loader, size = self.loader, self.loader.batch_size or 1
         n_held, n_delivered = sum(held.values()), sum(delivered.values())
         extra = sum(max(0, c - held[fp]) for fp, c in delivered.items() if fp in held)
@@ -99,18 +112,27 @@ class SamplingProbes(ProbeBase):
         partial = sorted(s for s in sizes if s < size)
         ones = sum(s == 1 for s in sizes) if size > 1 else 0
         workers = max(1, loader.num_workers)
-        self.figures["stream"] = {"counted": True, "held": n_held, "delivered": n_delivered,
-                                  "duplicated": extra, "lost": lost, "batches": len(sizes),
-                                  "batch_sizes": dict(sorted(Counter(sizes).items())), "batches_of_1": ones,
-                                  "partial_batches": partial,
-                                  "items_per_worker": {str(k): v for k, v in sorted(per_worker.items())}}
+        self.figures["stream"] = {
+            "counted": True,
+            "held": n_held,
+            "delivered": n_delivered,
+            "duplicated": extra,
+            "lost": lost,
+            "batches": len(sizes),
+            "batch_sizes": dict(sorted(Counter(sizes).items())),
+            "batches_of_1": ones,
+            "partial_batches": partial,
+            "items_per_worker": {str(k): v for k, v in sorted(per_worker.items())},
+        }
         if extra:
             self.stream_duplicates = True
             self.add("iterable.duplicates", delivered=n_delivered, held=n_held, extra=extra, workers=workers)
         if lost:
             why, severity = "the workers' shards leave them out", None
-            advice = ("Keep drop_last=False and shard the stream in blocks of batch_size items (worker k "
-                      "takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial.")
+            advice = (
+                "Keep drop_last=False and shard the stream in blocks of batch_size items (worker k "
+                "takes blocks k, k + num_workers, ...): only the epoch's last batch is then partial."
+            )
             which = "the same ones every epoch: the stream is read in the same order"
             if loader.drop_last:
                 why = f"drop_last=True drops the partial batch of each of the {workers} worker(s)"
@@ -124,23 +146,47 @@ class SamplingProbes(ProbeBase):
                         advice = "Nothing to fix: few items sit out, and different ones each epoch."
                 else:
                     which = "the same items every epoch: they never reach training"
-            self.figures["stream"]["same_lost_every_epoch"] = (None if lost_again is None
-                                                               else lost_again == lost_items)
-            self.add("iterable.lost_items", severity, delivered=n_delivered - extra, held=n_held, lost=lost,
-                     share=lost / n_held, why=why, which=which, advice=advice)
+            self.figures["stream"]["same_lost_every_epoch"] = (
+                None if lost_again is None else lost_again == lost_items
+            )
+            self.add(
+                "iterable.lost_items",
+                severity,
+                delivered=n_delivered - extra,
+                held=n_held,
+                lost=lost,
+                share=lost / n_held,
+                why=why,
+                which=which,
+                advice=advice,
+            )
         elif len(partial) > 1:
-            self.add("iterable.partial_batches", count=len(partial), sizes=partial, workers=workers,
-                     would_lose=sum(partial))
+            self.add(
+                "iterable.partial_batches",
+                count=len(partial),
+                sizes=partial,
+                workers=workers,
+                would_lose=sum(partial),
+            )
         reported = length_of(self.dataset)
         self.figures["stream"]["reported_len"] = reported
         if reported is not None and reported != n_delivered and not (extra or lost):
-            self.add("iterable.wrong_length", reported=reported, delivered=n_delivered,
-                     off=abs(reported - n_delivered))
+            self.add(
+                "iterable.wrong_length",
+                reported=reported,
+                delivered=n_delivered,
+                off=abs(reported - n_delivered),
+            )
         if ones:
             tails = {k: v % size for k, v in sorted(per_worker.items())}
-            self.add("iterable.batch_of_1", ones=ones, sizes=dict(sorted(Counter(sizes).items())),
-                     per_worker=", ".join(str(v) for _, v in sorted(per_worker.items())),
-                     would_lose=sum(tails.values()), tails=tails)
+            self.add(
+                "iterable.batch_of_1",
+                ones=ones,
+                sizes=dict(sorted(Counter(sizes).items())),
+                per_worker=", ".join(str(v) for _, v in sorted(per_worker.items())),
+                would_lose=sum(tails.values()),
+                tails=tails,
+            )
 
     # -- the sampler alone: which indices one epoch draws (no sample is read) -------------------
     def coverage(self) -> None:
@@ -165,19 +211,28 @@ class SamplingProbes(ProbeBase):
             if drawn >= MAX_DRAWS or time.perf_counter() > deadline:
                 complete = False
                 break
-        self.figures["coverage"] = {"samples": n, "drawn": drawn, "distinct": len(seen),
-                                    "share": round(len(seen) / n, 3), "outside": outside,
-                                    "whole_epoch": complete}
+        self.figures["coverage"] = {
+            "samples": n,
+            "drawn": drawn,
+            "distinct": len(seen),
+            "share": round(len(seen) / n, 3),
+            "outside": outside,
+            "whole_epoch": complete,
+        }
         if nested is not None:
             first = [hashable(k) for k in nested[:4]] + (["..."] if len(nested) > 4 else [])
-            self.add("sampler.yields_batches", kind=type(nested).__name__, first=first,
-                     batch_size=work.batch_size)
+            self.add(
+                "sampler.yields_batches", kind=type(nested).__name__, first=first, batch_size=work.batch_size
+            )
         weighted = next((s for s in samplers_of(work) if isinstance(s, WeightedRandomSampler)), None)
         if weighted is None or len(weighted.weights) == n:
             return
         k = len(weighted.weights)
-        effect = (f"all below {k}: samples {k} to {n - 1} are never drawn" if k < n else
-                  f"{outside} of the {drawn} draws beyond the last index ({n - 1}), where fetching fails")
+        effect = (
+            f"all below {k}: samples {k} to {n - 1} are never drawn"
+            if k < n
+            else f"{outside} of the {drawn} draws beyond the last index ({n - 1}), where fetching fails"
+        )
         self.add("sampler.weights_length", weights=k, samples=n, distinct=len(seen), effect=effect)
 
     # -- samplers: DistributedSampler epochs, padding and drops; WeightedRandomSampler mix -------
@@ -191,9 +246,14 @@ class SamplingProbes(ProbeBase):
                 self._hook(self.work, epoch + 1)
             same, n = orders[0] == orders[1], len(dist.dataset)
             extra, shard = dist.total_size - n, {"samples": n, "replicas": dist.num_replicas}
-            self.figures["distributed"] = {"shuffle": dist.shuffle, "same_order": same,
-                                           "indices": len(orders[0]), **shard, "padded": max(0, extra),
-                                           "dropped": max(0, -extra)}
+            self.figures["distributed"] = {
+                "shuffle": dist.shuffle,
+                "same_order": same,
+                "indices": len(orders[0]),
+                **shard,
+                "padded": max(0, extra),
+                "dropped": max(0, -extra),
+            }
             if dist.shuffle and same and len(orders[0]) > 1:
                 self.add("distributed.no_set_epoch", indices=len(orders[0]))
             if extra > 0:
@@ -215,11 +275,16 @@ class SamplingProbes(ProbeBase):
         index = torch.tensor([position[y] for y in labels])
         mix = torch.zeros(len(classes), dtype=torch.float64).index_add_(0, index, weights) / weights.sum()
         plain = torch.bincount(index, minlength=len(classes)).double() / len(labels)
-        shares = [{str(c): round(float(p), 3) for c, p in zip(classes, ps, strict=True)}
-                  for ps in (mix, plain)]
+        shares = [
+            {str(c): round(float(p), 3) for c, p in zip(classes, ps, strict=True)} for ps in (mix, plain)
+        ]
         self.figures["weighted"] = {"expected_mix": shares[0], "label_mix": shares[1]}
         text = [", ".join(f"{c}: {p:.0%}" for c, p in share.items()) for share in shares]
         balanced = len(classes) < 2 or float(mix.max()) < 2 * float(mix.min())
-        self.add("sampler.weighted_mix", "info" if balanced else None, mix=text[0], plain=text[1],
-                 expected_mix=shares[0])
-
+        self.add(
+            "sampler.weighted_mix",
+            "info" if balanced else None,
+            mix=text[0],
+            plain=text[1],
+            expected_mix=shares[0],
+        )

@@ -32,20 +32,24 @@ class WorkerProbes(ProbeBase):
         if len(masks) * 2 < len(indices) or len(masks) == 0:
             return  # the samples are (mostly) deterministic: nothing to compare
         in_order = type(self.loader.sampler) is SequentialSampler and type(self.loader.batch_sampler) in (
-            BatchSampler, type(None))
+            BatchSampler,
+            type(None),
+        )
         if in_order:
             self.add("random.eval_transforms", random=len(masks), indices=len(indices))
         doubled, nw = [i for i in masks for _ in range(2)], max(2, self.loader.num_workers)
         wrapped = ProbeDataset(ds)
         # in_order: the indices go to the workers in turn, so worker 0 fetches doubled[::nw]
-        loaders = [probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False,
-                                 in_order=True)]
+        loaders = [
+            probe_loader(self.work, wrapped, doubled, num_workers=nw, persistent_workers=False, in_order=True)
+        ]
         # Epoch 2: one fresh worker fetching what worker 0 fetched draws the same values exactly when
         # every epoch's workers start from the same state (persistent workers continue their generators).
         # Without a between_epochs hook nothing changes between the epochs: both start at once.
         if not self.loader.persistent_workers:
-            loaders.append(probe_loader(self.work, wrapped, doubled[::nw], num_workers=1,
-                                         persistent_workers=False))
+            loaders.append(
+                probe_loader(self.work, wrapped, doubled[::nw], num_workers=1, persistent_workers=False)
+            )
         together, epochs, iterators = self.between_epochs is None, [], {}
         try:
             t0 = time.perf_counter()
@@ -70,15 +74,26 @@ class WorkerProbes(ProbeBase):
         first, by_index = epochs[0], dict[int, list[Any]]()
         for (index, _worker), sample in first.items():
             by_index.setdefault(index, []).append(sample)
-        dup, pairs = common_positions([equal_positions(masks[i], *v[:2]) for i, v in by_index.items()
-                              if len(v) >= 2])
+        dup, pairs = common_positions(
+            [equal_positions(masks[i], *v[:2]) for i, v in by_index.items() if len(v) >= 2]
+        )
         self.figures["random"].update(index_pairs=pairs, values_repeated_across_workers=dup)
         if pairs >= 3 and dup:
-            self.add("random.duplicate_across_workers", random=len(masks), indices=len(indices), values=dup,
-                     pairs=pairs)
+            self.add(
+                "random.duplicate_across_workers",
+                random=len(masks),
+                indices=len(indices),
+                values=dup,
+                pairs=pairs,
+            )
         if len(epochs) == 2:
-            dup, compared = common_positions([equal_positions(masks[key[0]], first[key], epochs[1][key])
-                                     for key in first if key in epochs[1]])
+            dup, compared = common_positions(
+                [
+                    equal_positions(masks[key[0]], first[key], epochs[1][key])
+                    for key in first
+                    if key in epochs[1]
+                ]
+            )
             self.figures["random"].update(compared_across_epochs=compared, values_repeated_across_epochs=dup)
             if compared >= 3 and dup:
                 self.add("random.repeats_across_epochs", values=dup, compared=compared)
@@ -119,15 +134,19 @@ class WorkerProbes(ProbeBase):
         cores, workers = usable_cores(), self.loader.num_workers
         indices = [i for i in self.spread(8) for _ in range(2)]  # twice: the first fetch may warm caches
         # one worker; its first fetch waits SETTLE_S (the pool threads a fork left spinning fall asleep)
-        probe = probe_loader(self.work, ThreadProbe(self.dataset), indices, num_workers=1,
-                             persistent_workers=False)
+        probe = probe_loader(
+            self.work, ThreadProbe(self.dataset), indices, num_workers=1, persistent_workers=False
+        )
         run, rows = Pass(), []
         for row in timed_batches(probe, run, seconds=max(0.5, min(2.0, self.left() / 4)), kill=True):
             rows.append(row)
         self.started(run.first_batch_s)
         measured = [r for r in rows[1:] if r[2] is not None]
-        figures: dict[str, Any] = {"fetches": len(measured), "workers": workers,
-                                   "cores": min(cores, rows[-1][4]) if rows else cores}
+        figures: dict[str, Any] = {
+            "fetches": len(measured),
+            "workers": workers,
+            "cores": min(cores, rows[-1][4]) if rows else cores,
+        }
         self.figures["threads"] = figures
         if rows:
             figures["libraries"] = rows[-1][3]
@@ -144,13 +163,24 @@ class WorkerProbes(ProbeBase):
             for tid, ns in r[2].items():
                 others[tid] = others.get(tid, 0) + ns
         threads = busy_threads(own, others)
-        figures.update(busy_threads=threads, fetching_cpu_ms=round(own / 1e6, 1),
-                       other_threads_cpu_ms=round(sum(others.values()) / 1e6, 1))
+        figures.update(
+            busy_threads=threads,
+            fetching_cpu_ms=round(own / 1e6, 1),
+            other_threads_cpu_ms=round(sum(others.values()) / 1e6, 1),
+        )
         if cores < 2:
             figures["verdict"] = "not measured here: 1 usable core (every worker's threads share it)"
             return
         # CPU time per thread, not wall time: contention can slow a thread, not make it work
         if threads >= 2 and workers * threads > cores:
-            self.add("workers.threads_oversubscribed", threads=threads, fetches=len(measured),
-                     own_ms=figures["fetching_cpu_ms"], other_ms=figures["other_threads_cpu_ms"],
-                     libs=figures["libraries"], workers=workers, busy=workers * threads, cores=cores)
+            self.add(
+                "workers.threads_oversubscribed",
+                threads=threads,
+                fetches=len(measured),
+                own_ms=figures["fetching_cpu_ms"],
+                other_ms=figures["other_threads_cpu_ms"],
+                libs=figures["libraries"],
+                workers=workers,
+                busy=workers * threads,
+                cores=cores,
+            )

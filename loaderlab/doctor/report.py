@@ -11,23 +11,59 @@ from typing import Any
 from loaderlab.doctor.findings import FINDINGS, PROBES, SEVERITIES, Finding
 
 _STR, _OBJ = {"type": "string"}, {"type": "object"}
-_FINDING = {"code": {"enum": sorted(FINDINGS)}, "severity": {"enum": list(SEVERITIES)},
-            "probe": {"enum": [*PROBES, "any"]}, "message": _STR, "figures": _OBJ, "fix": _STR, "link": _STR}
-_PROBE = {"name": {"enum": list(PROBES)}, "ran": {"type": "boolean"},
-          "seconds": {"type": ["number", "null"]}, "why": {"type": ["string", "null"]}}
-_REPORT = {"loader": _STR, "wall_s": {"type": "number"}, "worst": {"enum": [None, *SEVERITIES]},
-           "counts": {"type": "object", "required": list(SEVERITIES),
-                      "properties": {s: {"type": "integer"} for s in SEVERITIES}},
-           "findings": {"type": "array", "items": {"type": "object", "required": list(_FINDING),
-                                                   "additionalProperties": False, "properties": _FINDING}},
-           "figures": _OBJ,
-           # every probe asked for, in order: ran (seconds it took) or not (why: nothing to look at,
-           # workers cannot start, time budget spent, ...)
-           "probes": {"type": "array", "items": {"type": "object", "required": list(_PROBE),
-                                                 "additionalProperties": False, "properties": _PROBE}}}
+_FINDING = {
+    "code": {"enum": sorted(FINDINGS)},
+    "severity": {"enum": list(SEVERITIES)},
+    "probe": {"enum": [*PROBES, "any"]},
+    "message": _STR,
+    "figures": _OBJ,
+    "fix": _STR,
+    "link": _STR,
+}
+_PROBE = {
+    "name": {"enum": list(PROBES)},
+    "ran": {"type": "boolean"},
+    "seconds": {"type": ["number", "null"]},
+    "why": {"type": ["string", "null"]},
+}
+_REPORT = {
+    "loader": _STR,
+    "wall_s": {"type": "number"},
+    "worst": {"enum": [None, *SEVERITIES]},
+    "counts": {
+        "type": "object",
+        "required": list(SEVERITIES),
+        "properties": {s: {"type": "integer"} for s in SEVERITIES},
+    },
+    "findings": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": list(_FINDING),
+            "additionalProperties": False,
+            "properties": _FINDING,
+        },
+    },
+    "figures": _OBJ,
+    # every probe asked for, in order: ran (seconds it took) or not (why: nothing to look at,
+    # workers cannot start, time budget spent, ...)
+    "probes": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": list(_PROBE),
+            "additionalProperties": False,
+            "properties": _PROBE,
+        },
+    },
+}
 # the documented shape of ``python -m loaderlab doctor --json``, as a JSON Schema (draft 2020-12)
-JSON_SHAPE: dict[str, Any] = {"type": "object", "required": list(_REPORT), "additionalProperties": False,
-                              "properties": _REPORT}
+JSON_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": list(_REPORT),
+    "additionalProperties": False,
+    "properties": _REPORT,
+}
 
 
 @dataclass
@@ -76,15 +112,24 @@ class Report:
 
     def to_json(self, indent: int | None = 2) -> str:
         """Return the report as a JSON document in the shape ``JSON_SHAPE`` (NumPy numbers as numbers)."""
-        data = {"loader": self.describe, "wall_s": round(self.wall_s, 3), "worst": self.worst,
-                "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
-                "figures": self.figures, "probes": [{"name": k, **v} for k, v in self.probes.items()]}
+        data = {
+            "loader": self.describe,
+            "wall_s": round(self.wall_s, 3),
+            "worst": self.worst,
+            "counts": self.counts(),
+            "findings": [f.to_dict() for f in self.findings],
+            "figures": self.figures,
+            "probes": [{"name": k, **v} for k, v in self.probes.items()],
+        }
         return json.dumps(data, indent=indent, default=lambda v: v.item() if hasattr(v, "item") else str(v))
 
     def __str__(self) -> str:
         n = self.counts()
-        lines = [f"loaderlab doctor: {self.describe}", f"probed in {self.wall_s:.1f} s; {n['error']} "
-                 f"error(s), {n['warning']} warning(s), {n['info']} note(s)"]
+        lines = [
+            f"loaderlab doctor: {self.describe}",
+            f"probed in {self.wall_s:.1f} s; {n['error']} "
+            f"error(s), {n['warning']} warning(s), {n['info']} note(s)",
+        ]
         lines += [str(f) for f in self.findings] or ["No problem found by the probes that ran."]
         ran = [f"{k} {p['seconds']:.1f} s" for k, p in self.probes.items() if p["ran"]]
         lines.append("probes run: " + (", ".join(ran) or "none"))

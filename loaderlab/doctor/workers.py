@@ -59,16 +59,20 @@ def numbers(sample: Any) -> np.ndarray:
 def fingerprint(sample: Any) -> str:
     """Return a digest of a sample's content: equal samples give equal fingerprints in any process."""
     nums, tags = _walk(sample, [], [])
-    return hashlib.blake2b(b"".join(["|".join(tags).encode(), *(a.tobytes() for a in nums)]),
-                           digest_size=12).hexdigest()
+    return hashlib.blake2b(
+        b"".join(["|".join(tags).encode(), *(a.tobytes() for a in nums)]), digest_size=12
+    ).hexdigest()
 
 
 def state_of(dataset: Any) -> dict[str, str]:
     """Return ``{name: fingerprint}`` of the dataset's small attributes (numbers, strings, tensors
     of ≤ 64 values): what a worker's copy of the dataset holds now."""
     small = (*_SCALARS, str, bytes, type(None))
-    return {k: fingerprint(v) for k, v in getattr(dataset, "__dict__", {}).items() if isinstance(v, small)
-            or isinstance(v, (torch.Tensor, np.ndarray)) and np.prod(v.shape) <= 64}
+    return {
+        k: fingerprint(v)
+        for k, v in getattr(dataset, "__dict__", {}).items()
+        if isinstance(v, small) or isinstance(v, (torch.Tensor, np.ndarray)) and np.prod(v.shape) <= 64
+    }
 
 
 class QuietWorkers:
@@ -167,8 +171,10 @@ def thread_pools() -> str:
     except ImportError:
         pass
     else:
-        pools[:0] = [f"{p.get('internal_api', p.get('user_api'))} {p.get('num_threads')} thread(s)"
-                     for p in threadpool_info()]
+        pools[:0] = [
+            f"{p.get('internal_api', p.get('user_api'))} {p.get('num_threads')} thread(s)"
+            for p in threadpool_info()
+        ]
     pools += [f"{name}={os.environ[name]}" for name in THREAD_VARIABLES if name in os.environ]
     return ", ".join(pools)
 
@@ -221,7 +227,8 @@ class ThreadProbe(AttributeForwarding, Dataset):
         self._inner[index]
         own, after = time.thread_time_ns() - t0, thread_cpu_ns()
         others: dict[int, int] | None = {
-            t: ns - before.get(t, 0) for t, ns in after.items() if t != me and t not in handover}
+            t: ns - before.get(t, 0) for t, ns in after.items() if t != me and t not in handover
+        }
         if not after:
             others = None
         elif _settled_in != os.getpid():

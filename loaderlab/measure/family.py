@@ -159,8 +159,11 @@ class FamilyMonitor:
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                alive = [p for p in self.root.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE
-                         and not is_multiprocessing_helper(p, self.root.pid)]
+                alive = [
+                    p
+                    for p in self.root.children(recursive=True)
+                    if p.status() != psutil.STATUS_ZOMBIE and not is_multiprocessing_helper(p, self.root.pid)
+                ]
             except psutil.Error:
                 alive = []
             if not alive or time.monotonic() > deadline:

@@ -197,8 +197,10 @@ class MemoryGate:
         deadline = time.monotonic() + self.timeout_s
         for arrived in range(num_workers):
             if not self._arrived.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                raise RuntimeError(f"{arrived} of {num_workers} workers reached the gate within "
-                                   f"{self.timeout_s:.0f} s: build the loader with worker_init_fn=mem.gate")
+                raise RuntimeError(
+                    f"{arrived} of {num_workers} workers reached the gate within "
+                    f"{self.timeout_s:.0f} s: build the loader with worker_init_fn=mem.gate"
+                )
 
     def open(self) -> None:
         """Let the waiting workers (and every later one) go on."""

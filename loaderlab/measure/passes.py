@@ -265,8 +265,7 @@ class TracedCollate:
     def __call__(self, samples: Any) -> TracedBatch:
         batch = self.collate_fn(samples)
         info = get_worker_info()
-        meta = {"worker": info.id if info is not None else -1, "pid": os.getpid(),
-                "end": time.perf_counter()}
+        meta = {"worker": info.id if info is not None else -1, "pid": os.getpid(), "end": time.perf_counter()}
         return TracedBatch(batch, meta)
 
     def __repr__(self) -> str:
@@ -307,7 +306,7 @@ class Timeline:
     @property
     def typical_load_s(self) -> float:
         """Median time one batch took to make, once every worker had started."""
-        steady = self.records[self.warmup_batches:] or self.records
+        steady = self.records[self.warmup_batches :] or self.records
         return statistics.median(r["end"] - r["start"] for r in steady)
 
     @property
@@ -360,16 +359,19 @@ class Tracer:
         are then shut down (unless they persist), as the end of a ``for`` loop does.
         """
         if not isinstance(batches, Iterable):
-            raise TypeError("watch() needs a DataLoader or another iterable of batches, "
-                            f"got {type(batches).__name__}")
+            raise TypeError(
+                f"watch() needs a DataLoader or another iterable of batches, got {type(batches).__name__}"
+            )
         require_positive(max_batches, "max_batches", allow_none=True)
         self.run, self._loader = Pass(), batches
         return timed_batches(batches, self.run, max_batches)
 
     def _require_pass(self) -> Pass:
         if self.run is None or not self.run.batches or len(self.run.step_end_s) < self.run.batches:
-            raise ValueError("nothing recorded yet: loop over tracer.watch(loader) first "
-                             "(and let it yield at least one batch)")
+            raise ValueError(
+                "nothing recorded yet: loop over tracer.watch(loader) first "
+                "(and let it yield at least one batch)"
+            )
         return self.run
 
     @property
@@ -382,8 +384,10 @@ class Tracer:
         """Which worker made each batch of the last pass, and when (see ``Timeline``)."""
         run = self._require_pass()
         if any(meta is None for meta in run.metas):
-            raise ValueError("the batches carry no worker information: build the DataLoader with "
-                             "collate_fn=tracer.collate (or tracer.collate_with(your_collate_fn))")
+            raise ValueError(
+                "the batches carry no worker information: build the DataLoader with "
+                "collate_fn=tracer.collate (or tracer.collate_with(your_collate_fn))"
+            )
         loader = self._loader
         if not isinstance(loader, DataLoader):
             raise TypeError("a timeline needs tracer.watch(a DataLoader)")
@@ -399,9 +403,19 @@ class Tracer:
                 sent = 0.0 if k < in_flight else run.received_s[k - in_flight]
                 start = max(sent, last_end.get(worker, 0.0))
             last_end[worker] = end
-            out.append({"batch": k, "worker": worker, "pid": meta["pid"], "start": min(start, end),
-                        "end": end, "requested": requested, "received": received,
-                        "wait": received - requested, "step_end": run.step_end_s[k]})
+            out.append(
+                {
+                    "batch": k,
+                    "worker": worker,
+                    "pid": meta["pid"],
+                    "start": min(start, end),
+                    "end": end,
+                    "requested": requested,
+                    "received": received,
+                    "wait": received - requested,
+                    "step_end": run.step_end_s[k],
+                }
+            )
         return Timeline(out, run.seconds)
 
 
@@ -436,7 +450,7 @@ def overlap_fraction(timeline: Timeline) -> float:
     """
     if not isinstance(timeline, Timeline):
         raise TypeError(f"timeline must be a Timeline from trace_timeline, got {type(timeline).__name__}")
-    records = timeline.records[timeline.warmup_batches:]
+    records = timeline.records[timeline.warmup_batches :]
     steps = [(r["received"], r["step_end"]) for r in timeline.records]
     loading = overlapped = 0.0
     for r in records:

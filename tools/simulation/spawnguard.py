@@ -40,8 +40,9 @@ class _Scan(pickle.Pickler):
         self.in_main: set[str] = set()
 
     def reducer_override(self, obj):
-        arrays = tuple(getattr(sys.modules.get(m), n, type(None)) for m, n in (("torch", "Tensor"),
-                                                                              ("numpy", "ndarray")))
+        arrays = tuple(
+            getattr(sys.modules.get(m), n, type(None)) for m, n in (("torch", "Tensor"), ("numpy", "ndarray"))
+        )
         if isinstance(obj, arrays):
             return _nothing, ()
         if isinstance(obj, (type, types.FunctionType)) and getattr(obj, "__module__", None) == "__main__":
@@ -59,8 +60,10 @@ def problems(loader) -> list[str]:
             scan.dump(getattr(loader, name))
         except Exception as exc:  # what spawn would raise too
             found.append(f"{name}: cannot be pickled: {type(exc).__name__}: {str(exc)[:120]}")
-        found += [f"{name}: {qualname} is defined in __main__ (a notebook cell)"
-                  for qualname in sorted(scan.in_main)]
+        found += [
+            f"{name}: {qualname} is defined in __main__ (a notebook cell)"
+            for qualname in sorted(scan.in_main)
+        ]
     return found
 
 
