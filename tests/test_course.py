@@ -133,10 +133,11 @@ def test_test_commands_run_each_pass_of_their_tier():
             for env, args in passes
         ]
         assert lines[-len(passes) :] == expected, (name, lines)
-        if name == "test":  # the lint first: ruff, mypy, the import contracts, the workflow
+        if name == "test":  # the lint first: ruff, its formatter, mypy, the import contracts, the workflow
             venv = python.relative_to(ROOT).as_posix()
-            ruff, mypy, contracts, workflow = lines[-len(passes) - 4 : -len(passes)]
+            ruff, formatted, mypy, contracts, workflow = lines[-len(passes) - 5 : -len(passes)]
             assert ruff.startswith(f"+ {venv} -m ruff check") and mypy == f"+ {venv} -m mypy"
+            assert formatted.startswith(f"+ {venv} -m ruff format --check --force-exclude loaderlab")
             assert contracts.endswith("lint-imports --no-cache")
             assert workflow.startswith(f"+ {venv} -m check_jsonschema --builtin-schema vendor.github-")
 

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".loaderlab-installed"
 KERNEL = "loaderlab"  # the Jupyter kernel setup registers; kernel_specs() looks it up
+FORMATTED = ["loaderlab", "tools", "tests", "conftest.py"]  # the course's text is left as written
 WORKFLOWS = [ROOT / ".github" / "workflows" / "ci.yml"]  # linted by check-jsonschema
 LINT_PATHS = ["loaderlab", "tests", "tools", "docs", "notebooks", "solutions", "conftest.py"]
 # what each install level reads: a change in one of these files re-runs setup
@@ -240,11 +241,13 @@ def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
 
 
 def lint(run: Runner, python: Path) -> int:
-    """ruff over the code, tests and notebooks; mypy over the package and the tools; the import
+    """ruff over the code, tests and notebooks, and its formatter over the package, tools and tests;
+    mypy over the package and the tools; the import
     contracts of the package's layers (pyproject.toml says what each checks); the GitHub workflow
     against GitHub's schema (check-jsonschema's copy); the first failure's status (each runs)."""
     steps: list[list[str | os.PathLike]] = [
         [python, "-m", "ruff", "check", *LINT_PATHS],
+        [python, "-m", "ruff", "format", "--check", "--force-exclude", *FORMATTED],
         [python, "-m", "mypy"],
         [python.with_name("lint-imports.exe" if sys.platform == "win32" else "lint-imports"), "--no-cache"],
         [python, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *WORKFLOWS],
