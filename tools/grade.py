@@ -52,26 +52,23 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 try:  # imported as tools.grade (python -m, the tests)
     from tools.course import KERNEL, kernel_specs
+    from tools.grade_lab import Check, lab_checks, student_cells
     from tools.grade_report import Result, student_of, summary, write_csv, write_feedback
 except ImportError:  # run as a script, `python tools/grade.py`: its folder is on sys.path
     from course import KERNEL, kernel_specs  # type: ignore[no-redef]
+    from grade_lab import Check, lab_checks, student_cells  # type: ignore[no-redef]
     from grade_report import Result, student_of, summary, write_csv, write_feedback  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent  # the course: labs/ and notebooks/ beside tools/
 PASS, FAIL, PENDING = "✅", "❌", "⏳"  # as loaderlab.checks.report prints them
-CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
-CHECK_LINE = re.compile(r"^\s*(\w+)\s*=\s*(check_\w+)\((.*)\)\s*$")
-ONLY_CHECKS = re.compile(r"^\s*((\w+\s*=\s*)?check_\w+\(.*\)\s*|#.*)?$")
 IMPORTS = re.compile(
     r"^(from loaderlab[\w.]* import (\([^)]*\)|[^(\n]+)|import loaderlab[\w.]*( as \w+)?)", re.M
 )
-CHECK_IMPORT = re.compile(r"^from (loaderlab\.checks\.\w+) import (?:\(([^)]*)\)|([^(\n]+))", re.M)
 SYNTAX = ("SyntaxError", "IndentationError", "TabError")
 OUTPUT_CAP_BYTES = 2_000_000  # what one submission's cells may print; more is dropped
 USAGE = "usage: python tools/grade.py SUBMISSIONS... --csv PATH [--timeout S] [--lab NN] [--feedback DIR]"
@@ -83,18 +80,6 @@ class UsageError(Exception):
 
 class Unreadable(Exception):
     """A submission that is not a notebook: the message is its CSV reason."""
-
-
-@dataclass
-class Check:
-    """One official check of a lab: ``check(args)`` from ``module``, as its check cell calls it."""
-
-    name: str
-    module: str
-    args: str
-    passed: bool = False
-    out: str = ""  # what the checker printed (its one line)
-    error: str | None = None  # the call itself failed (e.g. a name the answer never defined)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -224,45 +209,6 @@ def _kernel_name() -> str:
     return KERNEL
 
 
-def lab_checks(lab_text: str) -> tuple[list, list[Check], list[str]]:
-    """Return the official lab's code cells, its checks (in order) and its closing cells' sources."""
-    import nbformat
-
-    official = [c for c in nbformat.reads(lab_text, as_version=4).cells if c.cell_type == "code"]
-    modules = {}
-    for match in (m for c in official for m in CHECK_IMPORT.finditer(c.source)):
-        for name in (match.group(2) or match.group(3)).split(","):
-            if name.split("#")[0].strip():
-                modules[name.split("#")[0].strip()] = match.group(1)
-    checks, last = [], -1
-    for index, cell in enumerate(official):
-        for line in cell.source.splitlines():
-            found = CHECK_LINE.match(line)
-            if found and found.group(2) in modules:
-                checks.append(Check(found.group(2), modules[found.group(2)], found.group(3)))
-                last = index
-    closing = [c.source for c in official[last + 1 :]] if checks else []
-    return official, checks, closing
-
-
-def _student_cells(nb, closing: list[str]) -> list:
-    """Return the submission's code cells to run (checker calls and the lab's closing cells left
-    out), each with its number as the student counts cells."""
-    import nbformat
-
-    skip = {c.strip() for c in closing}
-    cells = []
-    for number, cell in enumerate(nb.cells, 1):
-        lines = cell.source.splitlines()
-        if (
-            cell.cell_type == "code"
-            and cell.source.strip() not in skip
-            and not (CHECK_CALL.search(cell.source) and all(map(ONLY_CHECKS.match, lines)))
-        ):
-            cells.append(nbformat.v4.new_code_cell(cell.source, metadata={"student_cell": number}))
-    return cells
-
-
 # Run silently (no IPython hook, no history) before the student's first cell: load the kernel-side
 # code (tools/grade_kernel.py, under a name of its own, outside sys.modules) and keep its ``run``
 # function under a random name; it captures what the checks need before student code can change it.
@@ -383,7 +329,7 @@ def run_submission(nb, lab_name: str, course: Course, timeout: float) -> tuple[s
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     official, checks, closing = lab_checks(course.labs[lab_name])
-    cells = _student_cells(nb, closing)
+    cells = student_cells(nb, closing)
     imports = [m.group(0) for c in official for m in IMPORTS.finditer(c.source)]
     finish = [nbformat.v4.new_code_cell("\n".join(line for line in imports if ".checks" not in line))]
     finish += [nbformat.v4.new_code_cell(source) for source in closing]
