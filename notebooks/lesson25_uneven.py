@@ -7,6 +7,7 @@ ranks, then a barrier (where a real job evaluates or saves); each rank writes OU
 import datetime
 import itertools
 import json
+import os
 import sys
 import time
 
@@ -63,6 +64,11 @@ def main(out_dir: str, timeout_s: float, modes: list[str]) -> None:
             break  # the process group is broken after a timeout
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump(report, f)
+    if error:  # stay until every rank failed too: exiting would close the sockets another still waits on
+        deadline = time.monotonic() + 3 * timeout_s
+        while time.monotonic() < deadline and not all(os.path.exists(f"{out_dir}/rank{r}.json")
+                                                      for r in range(world_size)):
+            time.sleep(0.05)
     dist.destroy_process_group()
 
 
