@@ -16,6 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+try:  # imported as tools.build_site (python -m, the tests)
+    from tools.course_files import notebooks_in
+except ImportError:  # run as a script, `python tools/build_site.py`: its folder is on sys.path
+    from course_files import notebooks_in  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "build" / "site-src"
 
@@ -48,7 +53,7 @@ def stage() -> list:
     for folder, label in (("notebooks", "Notebooks"), ("labs", "Labs"), ("solutions", "Lab solutions")):
         (STAGE / folder).mkdir()
         pages = []
-        for nb in sorted((ROOT / folder).glob("*.ipynb")):
+        for nb in notebooks_in(folder):
             shutil.copy(nb, STAGE / folder / nb.name)
             pages.append({_title(nb): f"{folder}/{nb.name}"})
         if pages:

@@ -23,8 +23,10 @@ import sys
 from pathlib import Path
 
 try:  # imported as tools.claims (the tests)
+    from tools.course_files import notebooks_in, numbered
     from tools.links import headings, notebook_anchor, output_text
 except ImportError:  # run as a script, `python tools/claims.py` (make claims): its folder is on sys.path
+    from course_files import notebooks_in, numbered  # type: ignore[no-redef]
     from links import headings, notebook_anchor, output_text  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,10 +150,7 @@ PENDING: dict[str, tuple[str, str]] = {}
 
 def notebook(number: str, root: Path = ROOT) -> Path:
     """The notebook whose file name starts with ``number`` (`01` -> notebooks/01_....ipynb)."""
-    found = sorted((root / "notebooks").glob(f"{number}_*.ipynb"))
-    if len(found) != 1:
-        raise LookupError(f"notebooks/{number}_*.ipynb: {len(found)} notebooks, expected 1")
-    return found[0]
+    return numbered(number, "notebooks", root)
 
 
 def section_heading(path: Path, number: int) -> str:
@@ -175,7 +174,7 @@ def link(path: Path, heading: str) -> str:
 def printed_verdicts(root: Path = ROOT) -> dict[str, dict]:
     """{claim id: {verdict, measured, notebook, heading}} from every notebook's stored outputs."""
     found: dict[str, dict] = {}
-    for path in sorted((root / "notebooks").glob("*.ipynb")):
+    for path in notebooks_in("notebooks", root):
         cells = json.loads(path.read_text())["cells"]
         markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
         labels = dict(MARKDOWN_VERDICT.findall(markdown))

@@ -28,17 +28,18 @@ from nbclient import NotebookClient
 
 try:  # python -m tools.execute_notebooks, and the tools and tests that import it
     from tools.course import KERNEL, kernel_specs
+    from tools.course_files import FOLDERS, notebooks_in
 except ImportError:  # run as a script, `python tools/execute_notebooks.py`: its folder is on sys.path
     from course import KERNEL, kernel_specs  # type: ignore[no-redef]
+    from course_files import FOLDERS, notebooks_in  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("notebooks", "solutions")
 
 
 def notebooks(args: list[str]) -> list[Path]:
     if args:
         return [Path(a).resolve() for a in args]
-    return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
+    return [p for folder in FOLDERS for p in notebooks_in(folder)]
 
 
 def kernel_name() -> str:

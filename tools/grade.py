@@ -57,10 +57,12 @@ from typing import Any, NoReturn
 
 try:  # imported as tools.grade (python -m, the tests)
     from tools.course import KERNEL, kernel_specs
+    from tools.course_files import notebooks_in, numbered
     from tools.grade_lab import Check, lab_checks, student_cells
     from tools.grade_report import Result, student_of, summary, write_csv, write_feedback
 except ImportError:  # run as a script, `python tools/grade.py`: its folder is on sys.path
     from course import KERNEL, kernel_specs  # type: ignore[no-redef]
+    from course_files import notebooks_in, numbered  # type: ignore[no-redef]
     from grade_lab import Check, lab_checks, student_cells  # type: ignore[no-redef]
     from grade_report import Result, student_of, summary, write_csv, write_feedback  # type: ignore[no-redef]
 
@@ -111,7 +113,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if args.lab is not None and official_lab(args.lab) is None:
         raise UsageError(
             f"--lab {args.lab}: no such lab (two digits, one of "
-            f"{', '.join(p.name[:2] for p in sorted((ROOT / 'labs').glob('*.ipynb')))})"
+            f"{', '.join(p.name[:2] for p in notebooks_in('labs'))})"
         )
     paths: list[Path] = []
     args.roots = {}  # submission -> the folder argument it was found under (names its student)
@@ -151,8 +153,10 @@ def official_lab(lab: str) -> Path | None:
     """Return labs/<lab>_*.ipynb of the course, or None when there is no such lab."""
     if not re.fullmatch(r"\d\d", lab):
         return None
-    found = sorted((ROOT / "labs").glob(f"{lab}_*.ipynb"))
-    return found[0] if found else None
+    try:
+        return numbered(lab, "labs")
+    except LookupError:
+        return None
 
 
 class Course:
@@ -164,7 +168,7 @@ class Course:
             p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / "loaderlab").rglob("*.py"))
         }
         self.lessons = {p.name: p.read_bytes() for p in sorted((root / "notebooks").glob("*.py"))}
-        self.labs = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "labs").glob("*.ipynb"))}
+        self.labs = {p.name: p.read_text(encoding="utf-8") for p in notebooks_in("labs", root)}
 
     def write_package(self, folder: Path, read_only: bool = True) -> Path:
         """Write the package under ``folder`` (read-only unless told); return ``folder``."""

@@ -28,6 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+try:  # imported as tools.links (python -m, the tests)
+    from tools.course_files import notebooks_in
+except ImportError:  # run as a script, `python tools/links.py`: its folder is on sys.path
+    from course_files import notebooks_in  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent
 INLINE_LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 SEE_LINE = re.compile(r"see:\s+(\S+\.ipynb(?:#\S+)?)")
@@ -149,7 +154,7 @@ def links_in_markdown(text: str, source: str, holder: Path) -> list[Link]:
 def course_links(root: Path = ROOT) -> list[Link]:
     """Every link of the course: notebook markdown, stored outputs, docs/*.md, README.md."""
     found: list[Link] = []
-    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+    for nb in notebooks_in("notebooks", root):
         name = nb.relative_to(root).as_posix()
         for i, cell in enumerate(notebook_cells(nb)):
             if cell["cell_type"] == "markdown":

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loaderlab.processes import configured_start_method
-from tools.execute_notebooks import FOLDERS, notebooks  # the course's one list of notebooks
+from tools.course_files import FOLDERS
+from tools.execute_notebooks import notebooks  # the course's one list of notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "docs" / "machines.md"

@@ -23,6 +23,11 @@ from pathlib import Path
 
 import nbformat
 
+try:  # imported as tools.make_cheatsheet (python -m, the tests)
+    from tools.course_files import numbered
+except ImportError:  # run as a script, `python tools/make_cheatsheet.py`: its folder is on sys.path
+    from course_files import numbered  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = ROOT / "docs" / "snippets"
 PAGE = ROOT / "docs" / "recipes.md"
@@ -84,7 +89,7 @@ def topic(path: Path) -> str:
 
 def topic_heading(number: str) -> str:
     """'## 07 · Worker seeds and reproducibility' with a link to the notebook."""
-    path = next((ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+    path = numbered(number)
     title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0].removeprefix("# ")
     return f"## {title}\n\nMeasured in [notebook {number}](../notebooks/{path.name}).\n"
 
@@ -291,7 +296,7 @@ def render_sheet() -> str:
     """Return docs/cheatsheet.md: one recipe per pitfall."""
     parts = [SHEET_HEADER, '\n<div class="cheatsheet" markdown>\n']
     for symptom, fix, name, objects, number in PITFALLS:
-        notebook = next((ROOT / "notebooks").glob(f"{number}_*.ipynb")).name
+        notebook = numbered(number).name
         code = "\n\n".join(excerpt(SNIPPETS / f"{name}.py", obj) for obj in objects)
         parts.append(
             f"\n**{symptom}** → {fix} [{number}](../notebooks/{notebook}) · "

@@ -19,8 +19,10 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 try:  # python -m tools.make_labs (make labs), the tests
     from tools import colab  # the Colab cell every lab starts with
+    from tools.course_files import notebooks_in
 except ImportError:  # run as a script, `python tools/make_labs.py`: its folder is on sys.path
     import colab  # type: ignore[no-redef]
+    from course_files import notebooks_in  # type: ignore[no-redef]
 
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*$", re.S | re.M)
 
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     check = parser.parse_args(argv).check
     stale = []
     expected = set()
-    for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
+    for solution in notebooks_in("solutions"):
         target = ROOT / "labs" / solution.name
         expected.add(target.name)
         text = nbformat.writes(lab_for(solution)) + "\n"
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(target.name)
             if not check:
                 target.write_text(text)
-    extra = sorted(p.name for p in (ROOT / "labs").glob("*.ipynb") if p.name not in expected)
+    extra = [p.name for p in notebooks_in("labs") if p.name not in expected]
     if check:
         for name in stale:
             print(f"labs/{name} is out of date: run `make labs`")

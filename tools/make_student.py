@@ -43,6 +43,7 @@ LEFT_OUT = (
     "docs/student/",
     "tools/grade.py",
     "tools/grade_kernel.py",
+    "tools/grade_lab.py",
     "tools/grade_report.py",
     "tools/make_labs.py",
     "tools/make_student.py",
