@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from course_code import ROOT  # noqa: E402
 
 CHECKS_IMPORT = re.compile(r"from loaderlab\.checks[\w.]* import \(?([^)\n]*)\)?")
@@ -32,12 +31,21 @@ def test_labs_import_only_checkers_from_the_checks_package():
             assert all(n.startswith("check_") for n in names), f"{name}: {match.group(0)}"
 
 
-@pytest.mark.parametrize("module", SCAFFOLDING)
-def test_scaffolding_imports_no_checker(module):
+def test_scaffolding_imports_no_checker():
+    # one fresh Python (torch imported once), each module imported with every loaderlab module
+    # forgotten before it, so a checker that one module imports is not hidden by another's import
     script = (
-        f"import sys, loaderlab.labs.{module}\n"
-        "print(sorted(m for m in sys.modules if m.startswith('loaderlab.checks')))"
+        "import json, sys\n"
+        "found = {}\n"
+        f"for module in {SCAFFOLDING!r}:\n"
+        "    for name in [m for m in sys.modules if m.split('.')[0] == 'loaderlab']:\n"
+        "        del sys.modules[name]\n"
+        "    __import__('loaderlab.labs.' + module)\n"
+        "    found[module] = sorted(m for m in sys.modules if m.startswith('loaderlab.checks'))\n"
+        "print(json.dumps(found))"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "[]", f"loaderlab.labs.{module} imported {result.stdout.strip()}"
+    found = json.loads(result.stdout)
+    assert sorted(found) == SCAFFOLDING and len(SCAFFOLDING) >= 6
+    assert {m: checks for m, checks in found.items() if checks} == {}, "scaffolding imported checkers"
