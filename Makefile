@@ -4,12 +4,13 @@
 #
 # Variables: PYTHON (the Python that creates .venv; 3.11-3.13), OFFLINE=1 (install from
 # wheelhouse/ only), NB=notebooks/03_...ipynb (make execute, make record), CHECK=1 (make labs,
-# make claims: only check),
-# N=3 and LOAD=1 (make soak), TORCH_INDEX=URL or default (where torch comes from, see
-# docs/install.md). `make -n X` shows the course.py line; add --dry-run to it to see its commands.
+# make claims: only check), N=3 (make soak), LOAD=1 (make soak and the test tiers: one core
+# kept busy meanwhile, a machine shared with another job), TORCH_INDEX=URL or default (where
+# torch comes from, see docs/install.md). `make -n X` shows the course.py line; add --dry-run to it to see its commands.
 PYTHON ?= python3
 COURSE = $(PYTHON) tools/course.py
 OFFLINE_FLAG = $(if $(filter 1,$(OFFLINE)),--offline)
+LOAD_FLAG = $(if $(filter 1,$(LOAD)),--load)
 N ?= 3
 LOAD ?= 0
 
@@ -38,22 +39,22 @@ student:
 
 # The test tiers (tools/course.py's CHECK, COURSE, TIMING and RELEASE say what each runs).
 test:
-	$(COURSE) test
+	$(COURSE) test $(LOAD_FLAG)
 
 check:
-	$(COURSE) check
+	$(COURSE) check $(LOAD_FLAG)
 
 test-spawn:
-	$(COURSE) test-spawn
+	$(COURSE) test-spawn $(LOAD_FLAG)
 
 test-machines:
 	$(COURSE) test-machines
 
 unit:
-	$(COURSE) unit
+	$(COURSE) unit $(LOAD_FLAG)
 
 notebooks:
-	$(COURSE) notebooks
+	$(COURSE) notebooks $(LOAD_FLAG)
 
 execute:
 	$(COURSE) execute $(NB)
@@ -72,7 +73,7 @@ html:
 	$(COURSE) html
 
 soak:
-	$(COURSE) soak --runs $(N) $(if $(filter 1,$(LOAD)),--load)
+	$(COURSE) soak --runs $(N) $(LOAD_FLAG)
 
 lint:
 	$(COURSE) lint

@@ -20,8 +20,14 @@ from tools import course
 
 def _make_n(*args: str) -> list[str]:
     # run under make too
-    # as a user's shell has it: no outer make, and make's default PYTHON (a PYTHON=… make test sets it)
-    outer = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "PYTHON")
+    # as a user's shell has it: no outer make, and the Makefile's defaults (`make check LOAD=1`
+    # exports LOAD to every command it runs)
+    outer = (
+        "MAKEFLAGS",
+        "MAKELEVEL",
+        "MFLAGS",
+        *re.findall(r"^([A-Z_]+) \??=", (ROOT / "Makefile").read_text(), re.M),
+    )
     env = {k: v for k, v in os.environ.items() if k not in outer}
     done = subprocess.run(
         ["make", "-n", "--no-print-directory", *args],

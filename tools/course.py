@@ -203,6 +203,7 @@ RECORDED_ON = ("linux", (3, 11))  # where stored notebook outputs are compared (
 # Work units (a test module, a notebook) go out longest first, by their last measured time
 # (conftest.py); a third process keeps 2 cores busy while kernels start and workers sleep.
 UNITS = ["--dist", "loadscope", "--no-loadscope-reorder"]
+KEEP_BYTECODE = ("PYTHONDONTWRITEBYTECODE",)
 
 
 def compare_outputs(platform: str | None = None, version: tuple[int, int] | None = None) -> bool:
@@ -255,7 +256,30 @@ def lint(run: Runner, python: Path) -> int:
     return next((status for status in [run(step) for step in steps] if status), 0)
 
 
-def test(run: Runner, name: str, extra: Sequence[str]) -> int:
+# One core's worth of pure-Python work that ends by itself after `seconds`, however it is left.
+BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def busy_core(seconds: float) -> subprocess.Popen:
+    """Start and return a process that keeps one core busy for at most ``seconds`` (``--load``:
+    a machine shared with another job)."""
+    return subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=float(seconds))])
+
+
+def test(run: Runner, name: str, extra: Sequence[str], load: bool = False) -> int:
+    """``test`` below, with one core kept busy meanwhile when ``load`` (the loop ends with it)."""
+    if not load or run.dry_run:
+        return _test(run, name, extra)
+    print("+ one core kept busy by a background loop meanwhile", flush=True)
+    loop = busy_core(3600)
+    try:
+        return _test(run, name, extra)
+    finally:
+        loop.kill()
+        loop.wait()
+
+
+def _test(run: Runner, name: str, extra: Sequence[str]) -> int:
     """Lint (for `test` and `check`), then each pytest pass of the tier; the first failure's
     status (every pass runs: one report holds every failure). A pass that selects no test
     (pytest's status 5, e.g. no timing test among those named) is no failure."""
@@ -269,7 +293,12 @@ def test(run: Runner, name: str, extra: Sequence[str]) -> int:
         status = lint(run, python)
         if status:
             return status
-    statuses = [run([python, "-m", "pytest", *args, *extra], env=env) for env, args in passes]
+    # Bytecode is written for the course's own modules (the package, the tools, the tests as
+    # pytest rewrites them) even where PYTHONDONTWRITEBYTECODE is set: compiling them again in
+    # every pytest process and every subprocess a test starts costs ~2 s each (closing note #39).
+    statuses = [
+        run([python, "-m", "pytest", *args, *extra], env=env, unset=KEEP_BYTECODE) for env, args in passes
+    ]
     return next((s for s in statuses if s not in (0, 5)), 0)
 
 
@@ -304,7 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="setup/lab: install from wheelhouse/ only")
     parser.add_argument("--check", action="store_true", help="labs, claims: only check they are current")
     parser.add_argument("--runs", type=int, default=3, help="soak: how many runs (default 3)")
-    parser.add_argument("--load", action="store_true", help="soak: keep one core busy meanwhile")
+    parser.add_argument(
+        "--load", action="store_true", help="soak and the test tiers: keep one core busy meanwhile"
+    )
     args, extra = parser.parse_known_args(argv)
     run = Runner(args.dry_run)
     command = args.command
@@ -343,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "wheelhouse":
         return run([python, "tools/install.py", "wheelhouse", *extra])
     if command in TEST_TIERS:
-        return test(run, command, extra)
+        return test(run, command, extra, load=args.load)
     if command == "test-machines":
         if not (ROOT / "tools" / "machines.py").is_file():
             print("course.py test-machines: tools/machines.py is not in this checkout yet")

@@ -17,6 +17,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
+from tools.course import busy_core
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,15 +33,6 @@ def failed_cells(junit: Path) -> dict[str, str]:
             text = (problem.text or problem.get("message") or "").strip().splitlines()
             failed[f"{case.get('classname', '')}::{case.get('name', '')}"] = "\n".join(text[-12:])
     return failed
-
-
-# One core's worth of pure-Python work that ends by itself after `seconds`, however it is left.
-BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
-
-
-def busy_core(seconds: float) -> subprocess.Popen:
-    """Start and return a process that keeps one core busy for at most ``seconds``."""
-    return subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=float(seconds))])
 
 
 def main(argv: list[str] | None = None) -> int:
