@@ -8,8 +8,10 @@ import functools
 import gc
 import inspect
 import itertools
+import multiprocessing
 import signal
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -89,6 +91,20 @@ def _is_stub(exc: BaseException) -> bool:  # from a worker the stub's error may 
     return isinstance(exc, NotImplementedError) or "NotImplementedError" in text and "your code here" in text
 
 
+def _release_workers(exc: BaseException) -> None:
+    """Let a failed answer's DataLoader iterator go, and with it its workers: the frames of the
+    traceback (and of the errors it chained) hold it. Clearing them frees it at once; a full
+    collection (~0.1 s in a big process) only where workers outlive that."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+    if multiprocessing.active_children():
+        gc.collect()
+
+
 def checker(body: Callable[..., str]) -> Callable[..., bool]:
     """Turn ``body(candidate, ...) -> confirmation`` into a checker that prints one line: ``Wrong``
     is the sentence shown, ``NotCheckable`` what this machine cannot judge (⏳), another error the
@@ -113,8 +129,8 @@ def checker(body: Callable[..., str]) -> Callable[..., bool]:
                 if _is_stub(exc)
                 else f"{FAIL} your code raised {one_line(exc)}"
             )
+            _release_workers(exc)
             del exc
-            gc.collect()  # a failed loader keeps its workers until the traceback's iterator is collected
             print(line)
             return False
         print(f"{PASS} {confirmation}")
