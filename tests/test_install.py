@@ -313,7 +313,8 @@ def test_an_install_leaves_compiling_to_every_core_at_once(tmp_path, monkeypatch
     compile_packages = install.compile_packages
     monkeypatch.setattr(install, "compile_packages", lambda: compiled.append(True))
     assert install.setup(requirements, False, tmp_path, dry_run=False) == 0
-    assert len(calls) == 2 and all("--no-compile" in call for call in calls) and compiled == [True]
+    assert calls[0] == ["install", *install.QUIET, "--no-compile", install.PIP]  # a faster pip first
+    assert len(calls) == 3 and all("--no-compile" in call for call in calls) and compiled == [True]
     monkeypatch.setattr(install.subprocess, "run", lambda argv, **k: ran.append(argv))
     compile_packages()
     assert ran == [
@@ -385,3 +386,20 @@ def test_the_room_wheelhouse_resolves_every_laptop_with_no_network(platform, pyt
 
 def test_the_uv_the_wheelhouse_installs_is_the_one_the_maintainers_pin():
     assert install.UV in (ROOT / "requirements-dev.txt").read_text().split()
+
+
+def test_setup_installs_a_faster_pip_first_where_it_can(tmp_path, monkeypatch, capsys):
+    calls = _record_pip(monkeypatch)
+    install.upgrade_pip(offline=True, wheelhouse=tmp_path)  # a wheelhouse without pip: left alone
+    assert calls == []
+    (tmp_path / "pip-26.3-py3-none-any.whl").write_bytes(b"")
+    install.upgrade_pip(offline=True, wheelhouse=tmp_path)
+    assert calls == [
+        ["install", *install.QUIET, "--no-compile", "--no-index", "--find-links", str(tmp_path), install.PIP]
+    ]
+    monkeypatch.setattr(install, "pip", lambda args: 1)  # no network, no such version: go on
+    install.upgrade_pip(offline=False, wheelhouse=tmp_path)
+    assert (
+        capsys.readouterr().out
+        == f"could not install {install.PIP}: the course installs with the pip this Python has\n"
+    )
