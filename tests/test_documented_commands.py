@@ -143,6 +143,7 @@ COMMANDS: dict[str, tuple] = {
     "make student": RUN(timeout=120, says="loaderlab-student.zip"),
     # the maintainers' targets
     "make check": DRY(SUITE),
+    "make check LOAD=1": DRY(SUITE + " with one core kept busy"),
     "make lint": RUN(timeout=180),
     "make test-spawn": DRY(SUITE),
     "make test-machines": DRY(SUITE),
