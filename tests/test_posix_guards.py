@@ -13,7 +13,8 @@ lacks (``signal.SIGUSR1``, ``os.killpg``, ``os.fork``, ``resource``, ``fcntl``, 
   guarded in the same way.
 
 The scanner is checked on small sources that are, and are not, guarded (it must fail on each
-unguarded form). Behaviour on Windows is checked by unit tests that patch ``sys.platform`` and
+unguarded form), and its list of names against mypy's Windows pass (``--platform win32``: the
+names typeshed says Windows lacks, which found ``faulthandler.register`` missing from the list). Behaviour on Windows is checked by unit tests that patch ``sys.platform`` and
 remove the attributes (tests/test_bounded.py, tests/test_failures.py).
 """
 
@@ -30,6 +31,7 @@ import pytest
 from course_code import ROOT  # noqa: E402
 
 POSIX_ATTRIBUTES = {
+    "faulthandler": {"register", "unregister"},
     "signal": {
         "SIGUSR1",
         "SIGUSR2",
@@ -404,3 +406,32 @@ def test_a_module_documented_posix_only_must_be_imported_under_a_guard():
     assert [line.split(" ", 1)[1] for line in unguarded_calls("from lesson99 import limit\n", names)] == [
         "lesson99"
     ]
+
+
+def _missing_attributes(platform: str) -> set[tuple[str, int, str]]:
+    """(file, line, name) of every "Module has no attribute" error of mypy run for ``platform``
+    over the scanned files (typeshed says which names each platform has)."""
+    from mypy import api
+
+    files = sorted(str(p.relative_to(ROOT)) for pattern in SCANNED for p in ROOT.glob(pattern))
+    cache = ROOT / ".mypy_cache" / f"posix-guards-{platform}"
+    out = api.run(["--platform", platform, "--cache-dir", str(cache), "--no-error-summary", *files])[0]
+    found = re.findall(r'^(\S+?):(\d+): error: Module has no attribute "(\w+)"', out, re.M)
+    return {(Path(file).as_posix(), int(line), name) for file, line, name in found}
+
+
+def test_the_scanner_looks_for_every_name_mypy_says_windows_lacks():
+    """mypy --platform win32 is the authority on which names Windows lacks: every one the package
+    and the lesson modules use (an error there and not on Linux) must be a name the scanner looks
+    for, so that test_posix_only_calls_are_guarded checks its guard."""
+    windows_only = _missing_attributes("win32") - _missing_attributes("linux")
+    assert windows_only, "mypy found no Windows-only name: the scanned files or mypy's output changed"
+    unscanned = []
+    for file, line, name in sorted(windows_only):
+        text = (ROOT / file).read_text(encoding="utf-8").splitlines()[line - 1]
+        modules = re.findall(rf"(\w+)\.{name}\b", text)
+        if not any(m in POSIX_MODULES or name in POSIX_ATTRIBUTES.get(m, ()) for m in modules):
+            unscanned.append(f"{file}:{line} {'/'.join(modules) or '?'}.{name}")
+    assert not unscanned, "add these to POSIX_ATTRIBUTES (or the module to POSIX_MODULES):\n" + "\n".join(
+        unscanned
+    )
