@@ -6,7 +6,8 @@
 # wheelhouse/ only), NB=notebooks/03_...ipynb (make execute, make record), CHECK=1 (make labs,
 # make claims: only check), N=3 (make soak), LOAD=1 (make soak and the test tiers: one core
 # kept busy meanwhile, a machine shared with another job), TORCH_INDEX=URL or default (where
-# torch comes from, see docs/install.md). `make -n X` shows the course.py line; add --dry-run to it to see its commands.
+# torch comes from, see docs/install.md). `make -n X` shows the course.py line; add --dry-run
+# to it to see its commands.
 PYTHON ?= python3
 COURSE = $(PYTHON) tools/course.py
 OFFLINE_FLAG = $(if $(filter 1,$(OFFLINE)),--offline)

@@ -43,8 +43,10 @@ def _make_n(*args: str) -> list[str]:
 
 def _dry(*args: str) -> list[str]:
     """The commands `course.py ARGS --dry-run` prints (run outside the tiers' own variables,
-    which it shows only where they change the environment)."""
+    which it shows only where they change the environment, in a shell that keeps Python from
+    writing bytecode: the test tiers unset that for pytest)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOADERLAB_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     done = subprocess.run(
         [sys.executable, "tools/course.py", *args, "--dry-run"],
         cwd=ROOT,
@@ -132,6 +134,7 @@ def test_test_commands_run_each_pass_of_their_tier():
             "+ "
             + " ".join(
                 [
+                    "PYTHONDONTWRITEBYTECODE=",
                     *(f"{k}={v}" for k, v in env.items()),
                     shlex.join([".venv/bin/python", "-m", "pytest", *args]),
                 ]

@@ -267,7 +267,7 @@ def busy_core(seconds: float) -> subprocess.Popen:
 
 
 def test(run: Runner, name: str, extra: Sequence[str], load: bool = False) -> int:
-    """``test`` below, with one core kept busy meanwhile when ``load`` (the loop ends with it)."""
+    """``_test`` below, with one core kept busy meanwhile when ``load`` (the loop ends with it)."""
     if not load or run.dry_run:
         return _test(run, name, extra)
     print("+ one core kept busy by a background loop meanwhile", flush=True)
