@@ -14,8 +14,9 @@ lacks (``signal.SIGUSR1``, ``os.killpg``, ``os.fork``, ``resource``, ``fcntl``, 
 
 The scanner is checked on small sources that are, and are not, guarded (it must fail on each
 unguarded form), and its list of names against mypy's Windows pass (``--platform win32``: the
-names typeshed says Windows lacks, which found ``faulthandler.register`` missing from the list). Behaviour on Windows is checked by unit tests that patch ``sys.platform`` and
-remove the attributes (tests/test_bounded.py, tests/test_failures.py).
+names typeshed says Windows lacks, which found ``faulthandler.register`` missing from the list).
+Behaviour on Windows is checked by unit tests that patch ``sys.platform`` and remove the
+attributes (tests/test_bounded.py, tests/test_failures.py).
 """
 
 from __future__ import annotations
