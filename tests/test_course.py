@@ -111,15 +111,16 @@ def test_setup_runs_again_only_when_its_inputs_change(tmp_path, monkeypatch):
             return 0
 
     assert course.setup(Recorder(), "lab") == 0
+    assert calls[0][1:4] == ["-m", "tools.install", "setup"]
     assert [c[1:3] for c in calls] == [
-        ["tools/install.py", "setup"],
+        ["-m", "tools.install"],
         ["-m", "ipykernel"],
         ["-c", "import matplotlib.pyplot"],
     ]
     assert course.is_set_up("lab", venv) and not course.is_set_up("dev", venv)
     calls.clear()
     assert course.setup(Recorder(), "lab") == 0 and calls == []  # nothing changed: nothing runs
-    assert course.setup(Recorder(), "dev") == 0 and calls[0][1:4] == ["tools/install.py", "setup", "--dev"]
+    assert course.setup(Recorder(), "dev") == 0 and calls[0][1:5] == ["-m", "tools.install", "setup", "--dev"]
     assert course.is_set_up("lab", venv) and course.is_set_up("dev", venv)
     (tmp_path / "requirements.txt").write_text("numpy==9\n")
     assert not course.is_set_up("lab", venv)
@@ -149,6 +150,11 @@ def test_test_commands_run_each_pass_of_their_tier():
             assert formatted.startswith(f"+ {venv} -m ruff format --check --force-exclude loaderlab")
             assert contracts.endswith("lint-imports --no-cache")
             assert workflow.startswith(f"+ {venv} -m check_jsonschema --builtin-schema vendor.github-")
+
+
+def test_the_wheelhouse_command_runs_its_own_module_with_the_rooms_options():
+    lines = _dry("wheelhouse", "--platforms", "all", "--pythons", "3.12")
+    assert lines[-1] == "+ .venv/bin/python -m tools.wheelhouse --platforms all --pythons 3.12", lines
 
 
 def test_a_missing_tier_is_one_sentence(monkeypatch, capsys):

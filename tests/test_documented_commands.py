@@ -158,7 +158,8 @@ COMMANDS: dict[str, tuple] = {
     "make claims": VARIANT("python tools/claims.py --check", "it rewrites docs/claims.md; --check compares"),
     "python tools/links.py": RUN(timeout=120),
     "make wheelhouse PLATFORMS=all PYTHONS=3.11,3.12,3.13": DRY(
-        "downloads about 1.2 GB; tests/test_install.py checks its options and (release) resolves a filled one"
+        "downloads about 1.2 GB; tests/test_wheelhouse.py checks its options and (release) resolves "
+        "a filled one"
     ),
     "make html": DRY("builds the site with mkdocs; tests/test_site.py builds it"),
     "make soak N=3 LOAD=1": DRY(SUITE + " three times"),

@@ -1,4 +1,4 @@
-"""tools/install.py (`make setup`, `make wheelhouse`, `make lab OFFLINE=1`) and the classroom
+"""tools/install.py (`make setup`, `make lab OFFLINE=1`) and the classroom
 JupyterLab settings. Nothing here downloads: pip runs with --dry-run, on a torch already installed
 or on small stand-in torch wheels (a CPU-like one, a CUDA-like one naming NVIDIA packages) in a
 folder that is the only index (PIP_NO_INDEX, PIP_FIND_LINKS)."""
@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -33,7 +32,7 @@ def _closed_port() -> int:
 def _setup(*args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
     start = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "tools/install.py", "setup", "--dry-run", *args],
+        [sys.executable, "-m", "tools.install", "setup", "--dry-run", *args],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,
@@ -304,88 +303,103 @@ def test_installed_lab_settings_stop_the_news_prompt_and_name_the_kernel(tmp_pat
     assert [p.relative_to(tmp_path).as_posix() for p in written] == list(install.LAB_SETTINGS.values())
 
 
-def test_an_install_leaves_compiling_to_every_core_at_once(tmp_path, monkeypatch):
-    requirements = tmp_path / "requirements.txt"
-    requirements.write_text(TORCH_PIN)
+def _fake_install(monkeypatch, with_uv: list[str] | None, uv_status: int = 0):
+    """setup's steps recorded: pip's arguments, uv's commands and the bytecode warm-up."""
     monkeypatch.setattr(install, "torch_first", lambda *a, **k: True)
     monkeypatch.setattr(install, "install_lab_settings", lambda: [])
-    calls, compiled, ran = _record_pip(monkeypatch), [], []
-    compile_packages = install.compile_packages
-    monkeypatch.setattr(install, "compile_packages", lambda: compiled.append(True))
-    assert install.setup(requirements, False, tmp_path, dry_run=False) == 0
-    assert calls[0] == ["install", *install.QUIET, "--no-compile", install.PIP]  # a faster pip first
-    assert len(calls) == 3 and all("--no-compile" in call for call in calls) and compiled == [True]
-    monkeypatch.setattr(install.subprocess, "run", lambda argv, **k: ran.append(argv))
-    compile_packages()
-    assert ran == [
-        [
-            sys.executable,
-            "-m",
-            "compileall",
-            "-qq",
-            "-j",
-            "0",
-            *sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")}),
-        ]
+    monkeypatch.setattr(install, "uv_installer", lambda: with_uv)
+    warmed: list[bool] = []
+    monkeypatch.setattr(install, "warm_bytecode", warmed.append)
+    uv_runs: list[list[str]] = []
+
+    def run(argv, **kwargs):
+        if argv[:3] == [sys.executable, "-m", "pip"]:  # pip config list
+            return subprocess.CompletedProcess(argv, 0, "global.find-links='/opt/nowhere /'\n", "")
+        uv_runs.append(argv)
+        return subprocess.CompletedProcess(argv, uv_status)
+
+    monkeypatch.setattr(install.subprocess, "run", run)
+    return _record_pip(monkeypatch), uv_runs, warmed
+
+
+def test_a_learners_install_uses_pip_and_writes_the_bytecode_of_what_the_course_imports(
+    tmp_path, monkeypatch
+):
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(TORCH_PIN)
+    calls, uv_runs, warmed = _fake_install(monkeypatch, with_uv=["uv", "pip", "install"])
+    assert install.setup(requirements, False, tmp_path, dry_run=False) == 0  # no dev: no uv
+    assert calls == [
+        ["install", *install.QUIET, "--no-compile", install.PIP],  # a faster pip first
+        ["install", *install.QUIET, "--no-compile", "-r", str(requirements)],
+        ["install", *install.QUIET, "--no-compile", "--no-deps", "-e", str(ROOT)],
+    ]
+    assert uv_runs == [] and warmed == [False]
+
+
+def test_the_maintainers_install_uses_uv_with_pips_sources_and_pip_if_uv_fails(tmp_path, monkeypatch):
+    requirements, dev = tmp_path / "requirements.txt", tmp_path / "requirements-dev.txt"
+    requirements.write_text(TORCH_PIN)
+    dev.write_text("pytest\n")
+    uv = ["uv", "pip", "install"]
+    calls, uv_runs, warmed = _fake_install(monkeypatch, with_uv=uv)
+    assert install.setup(requirements, False, tmp_path, dry_run=False, dev=dev) == 0
+    sources = ["--index-strategy", "unsafe-best-match", "--find-links", "/"]  # /opt/nowhere left out
+    assert uv_runs == [
+        [*uv, *sources, "-r", str(requirements), "-r", str(dev), install.PIP],
+        [*uv, *sources, "--no-deps", "-e", str(ROOT)],
+    ]
+    assert calls == [] and warmed == [True]
+    calls, uv_runs, warmed = _fake_install(monkeypatch, with_uv=uv, uv_status=1)
+    assert install.setup(requirements, False, tmp_path, dry_run=False, dev=dev) == 0
+    assert len(uv_runs) == 1 and calls == [
+        ["install", *install.QUIET, "--no-compile", install.PIP],
+        ["install", *install.QUIET, "--no-compile", "-r", str(requirements), "-r", str(dev)],
+        ["install", *install.QUIET, "--no-compile", "--no-deps", "-e", str(ROOT)],
     ]
 
 
-@pytest.mark.parametrize(
-    "wheel, platform, python, fits",
-    [
-        ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.12", True),
-        ("torch-2.13.0-cp312-none-macosx_14_0_arm64.whl", "macos-arm64", "3.13", False),  # another Python
-        ("torch-2.13.0-cp312-cp312-win_amd64.whl", "macos-arm64", "3.12", False),  # another platform
-        ("torch-2.13.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", True),
-        ("torch-2.12.0-cp312-cp312-win_amd64.whl", "windows-amd64", "3.12", False),  # not the pinned version
-        ("psutil-7.2.2-cp36-abi3-win_amd64.whl", "windows-amd64", "3.13", True),  # the stable ABI
-        ("tqdm-4.70.1-py3-none-any.whl", "linux-x86_64", "3.11", True),  # pure Python: every laptop
-        ("debugpy-1.8.22-cp312-cp312-macosx_15_0_universal2.whl", "macos-arm64", "3.12", True),
-        (
-            "numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-            "linux-x86_64",
-            "3.11",
-            True,
-        ),
-    ],
-)
-def test_which_wheels_a_laptop_of_the_room_installs(wheel, platform, python, fits):
-    pins = {"torch": "2.13.0", "psutil": "7.2.2", "tqdm": "4.70.1", "debugpy": "1.8.22", "numpy": "2.4.6"}
-    assert install.wheel_fits(wheel, pins, platform, python) is fits
+def test_uv_is_given_the_places_pip_is_configured_to_look(tmp_path):
+    listing = "\n".join(
+        [
+            "global.extra-index-url='https://mirror.example/simple file:///no/such/folder'",
+            f"global.find-links='{tmp_path}'",
+            "global.index-url='https://global.example/simple'",
+            "install.index-url='https://install.example/simple'",
+            ":env:.index-url='https://env.example/simple'",
+            f"global.constraint='{tmp_path}'",
+            ":env:.no-index='true'",
+            f"global.cert='{__file__}'",
+            "global.timeout='60'",
+        ]
+    )
+    configuration = install.pip_configuration(listing)
+    assert configuration["index-url"] == "https://env.example/simple"  # a PIP_ variable wins
+    options, env = install.uv_sources(configuration)
+    assert options == [
+        "--index-strategy",
+        "unsafe-best-match",
+        "--index-url",
+        "https://env.example/simple",
+        "--extra-index-url",
+        "https://mirror.example/simple",
+        "--find-links",
+        str(tmp_path),
+        "--no-index",
+        "-c",
+        str(tmp_path),
+    ]
+    assert env == {"SSL_CERT_FILE": __file__}
+    assert install.uv_sources({}) == (["--index-strategy", "unsafe-best-match"], {})
 
 
-def test_the_room_wheelhouse_asks_pip_for_binary_wheels_of_each_platform():
-    options = install.target_options("windows-amd64", "3.13")
-    assert options[:3] == ["--only-binary=:all:", "--platform", "win_amd64"]
-    assert "--python-version" in options and options[options.index("--python-version") + 1] == "3.13"
-    assert ["--abi", "cp313"] == options[options.index("--abi") : options.index("--abi") + 2]
-    mac = install.target_options("macos-arm64", "3.11")
-    assert "macosx_14_0_arm64" in mac and "macosx_15_0_universal2" in mac
-
-
-def test_an_unknown_platform_or_python_is_one_line(capsys):
-    with pytest.raises(SystemExit) as stop:
-        install.main(["wheelhouse", "--platforms", "amiga-68k"])
-    assert stop.value.code == 2 and "unknown platform or Python 'amiga-68k'" in capsys.readouterr().err
-
-
-@pytest.mark.release
-@pytest.mark.skipif(
-    not os.environ.get("LOADERLAB_ROOM_WHEELHOUSE"),
-    reason="set LOADERLAB_ROOM_WHEELHOUSE to a folder `make wheelhouse` filled with "
-    "--platforms all (about 2 GB to download)",
-)
-@pytest.mark.parametrize("platform", ["linux-x86_64", "macos-arm64", "windows-amd64"])
-@pytest.mark.parametrize("python", ["3.11", "3.12", "3.13"])
-def test_the_room_wheelhouse_resolves_every_laptop_with_no_network(platform, python):
-    folder = Path(os.environ["LOADERLAB_ROOM_WHEELHOUSE"])
-    ok, size, why = install.resolve_offline(ROOT / "requirements.txt", folder, platform, python)
-    assert ok, why
-    assert 150 * 2**20 < size < 400 * 2**20, f"{size / 2**20:.0f} MiB for {platform}, Python {python}"
-
-
-def test_the_uv_the_wheelhouse_installs_is_the_one_the_maintainers_pin():
-    assert install.UV in (ROOT / "requirements-dev.txt").read_text().split()
+def test_the_warm_up_writes_bytecode_even_where_the_shell_forbids_it(tmp_path, monkeypatch):
+    (tmp_path / "warm_me.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(install, "WARM", ["warm_me", "no_such_module_here"])  # one that fails: skipped
+    install.warm_bytecode(dev=False)
+    assert [p.name.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()] == ["warm_me"]
 
 
 def test_setup_installs_a_faster_pip_first_where_it_can(tmp_path, monkeypatch, capsys):

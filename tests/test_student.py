@@ -55,6 +55,7 @@ def test_the_bundle_has_what_a_student_runs(bundle):
         # `make lab` and `py tools/course.py lab` (Windows), preflight before install
         "tools/course.py",
         "tools/install.py",
+        "tools/wheelhouse.py",  # `make wheelhouse`, a learner command
         "tools/preflight.py",
         "tools/__init__.py",
         "loaderlab/cores.py",

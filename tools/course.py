@@ -172,7 +172,7 @@ def setup(run: Runner, level: str = "lab", offline: bool = False, say_done: bool
             )
             return 2
         steps.append(([sys.executable, "-m", "venv", VENV], False))
-    install = [python, "tools/install.py", "setup"]
+    install = [python, "-m", "tools.install", "setup"]
     install += (["--dev"] if level == "dev" else []) + (["--offline"] if offline else [])
     kernel = ["-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL]
     kernel += ["--display-name", f"Python ({KERNEL})"]
@@ -372,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "lab":  # notebooks choose their own matplotlib backend (inline)
         return run([python, "-m", "tools.lab_server", *extra], unset=["MPLBACKEND"])
     if command == "wheelhouse":
-        return run([python, "tools/install.py", "wheelhouse", *extra])
+        return run([python, "-m", "tools.wheelhouse", *extra])
     if command in TEST_TIERS:
         return test(run, command, extra, load=args.load)
     if command == "test-machines":

@@ -1,6 +1,7 @@
-"""Install the course into the running Python (`make setup`) or fill a wheelhouse (`make wheelhouse`).
+"""Install the course into the running Python (`make setup`).
 
-Standard library only: tools/course.py runs it with the fresh virtual environment's Python.
+Standard library only: tools/course.py runs it (``python -m tools.install setup``) with the fresh
+virtual environment's Python. tools/wheelhouse.py fills the wheelhouse that ``--offline`` reads.
 
 - ``setup``: requirements.txt (what the notebooks and labs import), the package (editable) and the
   classroom JupyterLab settings (jupyter/, see its README); ``--dev`` adds requirements-dev.txt
@@ -14,11 +15,6 @@ Standard library only: tools/course.py runs it with the fresh virtual environmen
   ``TORCH_INDEX=default`` uses the default index (pip's, with your pip configuration), whatever
   build it serves.
 - ``setup --offline``: everything from ``wheelhouse/`` with no network (pip --no-index).
-- ``wheelhouse``: downloads every wheel a student needs (torch's CPU build, by the same rules)
-  into ``wheelhouse/``, for this machine's OS, CPU type and Python version; with ``--platforms``
-  and ``--pythons`` for a whole room from one machine (``pip download --platform ...
-  --python-version ... --only-binary=:all:``; one flat folder, pip picks each laptop's wheels),
-  then resolves the requirements against it for each platform with no index and says its size.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -251,12 +246,96 @@ def upgrade_pip(offline: bool, wheelhouse: Path) -> None:
         print(f"could not install {PIP}: the course installs with the pip this Python has", flush=True)
 
 
+# pip's configuration (files and PIP_* variables) -> uv's options for the same places to look;
+# a local folder or file:// index that does not exist is left out (pip ignores it with a warning)
+UV_OPTIONS = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+}
+
+
+def pip_configuration(listing: str) -> dict[str, str]:
+    """``pip config list``'s output -> option -> value, the way pip ranks them: a PIP_ variable
+    (``:env:.``) over the ``[install]`` section over ``[global]``."""
+    ranked: dict[str, tuple[int, str]] = {}
+    for line in listing.splitlines():
+        key, sep, value = line.partition("=")
+        section, _, option = key.rpartition(".")
+        rank = {":env:": 3, "install": 2, "global": 1}.get(section)
+        if sep and rank and rank > ranked.get(option, (0, ""))[0]:
+            ranked[option] = (rank, value.strip().strip("'\""))
+    return {option: value for option, (_, value) in ranked.items()}
+
+
+def _exists(place: str) -> bool:
+    if "://" not in place:
+        return Path(place).exists()
+    parsed = urllib.parse.urlparse(place)
+    return parsed.scheme != "file" or Path(urllib.parse.unquote(parsed.path)).exists()
+
+
+def uv_sources(configuration: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """uv's options and environment for the indexes, links, constraints and certificate that pip's
+    ``configuration`` (``pip_configuration``) names. pip looks in every index and takes the best
+    version; uv does that with ``--index-strategy unsafe-best-match``."""
+    options = ["--index-strategy", "unsafe-best-match"]
+    for name, flag in UV_OPTIONS.items():
+        options += [
+            part for place in configuration.get(name, "").split() if _exists(place) for part in (flag, place)
+        ]
+    if configuration.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+        options.append("--no-index")
+    options += [
+        part for path in configuration.get("constraint", "").split() if _exists(path) for part in ("-c", path)
+    ]
+    cert = configuration.get("cert")
+    return options, ({"SSL_CERT_FILE": cert} if cert and Path(cert).is_file() else {})
+
+
+# the maintainers' install and the room's wheelhouse (tools/wheelhouse.py: it resolves for another
+# platform, where pip evaluates markers for the machine it runs on); requirements-dev.txt pins it too
+UV = "uv==0.13.8"
+
+
+def uv() -> list[str] | None:
+    """The command that runs uv (installed with the maintainers' tools), or None."""
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    return [found] if found else None
+
+
+def uv_installer() -> list[str] | None:
+    """The command that installs with uv into this environment (``UV`` installed by pip first
+    when missing), or None where uv cannot be had: pip installs then."""
+    if uv() is None and pip(["install", *QUIET, "--no-compile", UV]):
+        print(f"could not install {UV}: pip installs the course", flush=True)
+        return None
+    found = uv()
+    return None if found is None else [*found, "pip", "install", "-q", "--python", sys.executable]
+
+
+def install(args: list[str], with_uv: list[str] | None) -> int:
+    """Install ``args`` (requirement options) with uv when ``with_uv`` is its command (pip's
+    sources, and pip itself: the course's documented commands use pip), else with pip."""
+    if with_uv is None:
+        return pip(["install", *QUIET, "--no-compile", *args])
+    listing = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    options, env = uv_sources(pip_configuration(listing))
+    print("+ uv pip install " + " ".join([*options, *args]), flush=True)
+    return subprocess.run([*with_uv, *options, *args], cwd=ROOT, env={**os.environ, **env}).returncode
+
+
 def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, dev: Path | None = None) -> int:
-    """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings."""
-    if not dry_run:
+    """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings.
+
+    The maintainers' install (``dev``, online) uses uv: it resolves and installs the course in
+    about 3 s here where pip takes 33 s; torch's build is still chosen by pip (torch_first)."""
+    with_uv = uv_installer() if dev and not offline and not dry_run else None
+    if with_uv is None and not dry_run:
         upgrade_pip(offline, wheelhouse)
-    # pip compiles each package's files one at a time; compile_packages does it on every core
-    extra = ["--dry-run"] if dry_run else ["--no-compile"]
+    extra = ["--dry-run"] if dry_run else []
     files = ["-r", str(requirements), *(["-r", str(dev)] if dev else [])]
     if offline:
         if not any(wheelhouse.glob("torch-*.whl")):
@@ -266,265 +345,77 @@ def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, de
             )
             return 1
         extra += ["--no-index", "--find-links", str(wheelhouse)]
-    elif not torch_first(requirements, torch_index(), extra):
+    elif not torch_first(requirements, torch_index(), extra if dry_run else [*extra, "--no-compile"]):
         return STOPPED
-    status = pip(["install", *QUIET, *extra, *files])
-    if status or dry_run:
-        return status
-    status = pip(["install", *QUIET, *extra, "--no-deps", "-e", str(ROOT)])
+    if dry_run:
+        return pip(["install", *QUIET, *extra, *files])
+    status = install([*extra, *files, *([PIP] if with_uv else [])], with_uv)
+    if status and with_uv:
+        print("uv could not install the course (its message is above): pip installs it", flush=True)
+        with_uv = None
+        upgrade_pip(offline, wheelhouse)
+        status = install([*extra, *files], None)
     if status == 0:
-        compile_packages()
+        status = install([*extra, "--no-deps", "-e", str(ROOT)], with_uv)
+    if status == 0:
+        warm_bytecode(dev is not None)
         for path in install_lab_settings():
             print(f"JupyterLab settings: {path}")
     return status
 
 
-def compile_packages() -> None:
-    """Byte-compile this environment's packages on every core at once (pip compiles one file at
-    a time: the course's 10,500 files took 34 s that way, 22-25 s on 2 cores). Best effort and
-    silent, as pip's own compiling is: a file that does not compile is left to import from source."""
-    folders = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
-    print("+ python -m compileall -qq -j 0 " + " ".join(folders), flush=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-qq", "-j", "0", *folders], check=False)
-
-
-# the room's platforms -> (uv's name for it, pip's platform tags: a wheel fits when it carries one);
-# torch 2.13 ships manylinux_2_28 (Linux), macosx_11_0 and later (Apple silicon) and win_amd64 wheels
-PLATFORMS = {
-    "linux-x86_64": (
-        "x86_64-manylinux_2_28",
-        [
-            "manylinux_2_28_x86_64",
-            "manylinux_2_27_x86_64",
-            "manylinux_2_17_x86_64",
-            "manylinux2014_x86_64",
-            "manylinux_2_5_x86_64",
-            "manylinux1_x86_64",
-        ],
-    ),
-    "macos-arm64": (
-        "aarch64-apple-darwin",
-        [
-            *(f"macosx_{major}_0_{arch}" for major in range(15, 10, -1) for arch in ("arm64", "universal2")),
-            *(f"macosx_10_{minor}_universal2" for minor in (16, 15, 14, 13, 12, 9)),
-        ],
-    ),
-    "windows-amd64": ("x86_64-pc-windows-msvc", ["win_amd64"]),
-}
-PYTHONS = ("3.11", "3.12", "3.13")
-MACOS_TARGET = "15.0"  # the oldest macOS the offline wheelhouse serves (debugpy's wheels)
-UV = "uv==0.13.8"  # resolves for another platform: pip evaluates markers for the machine it runs on
-
-
-def target_options(platform: str, python: str) -> list[str]:
-    """pip's options that choose the wheels of ``platform`` (a PLATFORMS key) and CPython
-    ``python`` ('3.12') instead of this machine's: binary wheels only."""
-    abi = "cp" + python.replace(".", "")
-    tags = [option for tag in PLATFORMS[platform][1] for option in ("--platform", tag)]
-    return [
-        "--only-binary=:all:",
-        *tags,
-        "--python-version",
-        python,
-        "--implementation",
-        "cp",
-        "--abi",
-        abi,
-        "--abi",
-        "abi3",
-        "--abi",
-        "none",
-    ]
-
-
-def uv() -> list[str] | None:
-    """The command that runs uv (installed with the maintainers' tools), or None."""
-    found = shutil.which("uv", path=str(Path(sys.executable).parent))
-    return [found] if found else None
-
-
-def compiled(
-    requirements: Path,
-    platform: str,
-    python: str,
-    out: Path,
-    offline_from: Path | None = None,
-    index: str | None = None,
-) -> tuple[bool, str]:
-    """Pin every package ``platform``/``python`` installs (markers evaluated for that platform)
-    into ``out`` with uv; ``offline_from``: resolve from that folder of wheels alone, no index.
-    Return (done, why not)."""
-    where = (
-        ["--no-index", "--find-links", str(offline_from)]
-        if offline_from
-        else (["--extra-index-url", index, "--index-strategy", "unsafe-best-match"] if index else [])
-    )
-    command = [
-        *(uv() or ["uv"]),
-        "pip",
-        "compile",
-        str(requirements),
-        "--python-platform",
-        PLATFORMS[platform][0],
-        "--python-version",
-        python,
-        "--no-annotate",
-        "--no-header",
-        "-q",
-        "--only-binary",
-        ":all:",
-        *where,
-        "-o",
-        str(out),
-    ]
-    # torch 2.13's Apple-silicon wheels need macOS 14, debugpy 1.8.22's 15 (uv's default is older)
-    target = {"MACOSX_DEPLOYMENT_TARGET": MACOS_TARGET} if platform.startswith("macos") else {}
-    env = {**os.environ, **target}
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return done.returncode == 0, last[:140]
-
-
-def wheel_fits(name: str, pins: dict[str, str], platform: str, python: str) -> bool:
-    """True when the wheel file ``name`` is one of ``pins`` (normalised name -> version) and
-    installs on ``platform`` with CPython ``python``."""
-    from packaging.tags import compatible_tags, cpython_tags
-    from packaging.utils import canonicalize_name, parse_wheel_filename
-
+# What the course's kernels, workers and tools import: setup imports it once, which writes the
+# bytecode of those ~1,800 modules (6 s) instead of compiling all ~11,000 files of the
+# environment (compileall on 2 cores: 25 s). Anything else compiles on first import.
+WARM = [
+    "torch",
+    "torch.utils.data",
+    "numpy",
+    "matplotlib.pyplot",
+    "PIL.Image",
+    "h5py",
+    "ipywidgets",
+    "jsonschema",
+    "ipykernel.kernelapp",
+    "jupyterlab.labapp",
+    "loaderlab",
+]
+WARM_DEV = ["pytest", "xdist", "nbval.plugin", "nbclient", "mkdocs.commands.build"]
+_WARM_CODE = """
+import importlib, pkgutil, sys
+sys.dont_write_bytecode = False  # whatever PYTHONDONTWRITEBYTECODE says: writing it is the point
+names = sys.argv[1:]
+for name in names:  # loaderlab adds its submodules as it goes
     try:
-        project, version, _, tags = parse_wheel_filename(name)
-    except ValueError:
-        return False
-    if pins.get(canonicalize_name(project)) != str(version):
-        return False
-    major, minor = map(int, python.split("."))
-    plats = PLATFORMS[platform][1]
-    fit = {*cpython_tags((major, minor), platforms=plats), *compatible_tags((major, minor), platforms=plats)}
-    return bool(set(tags) & fit)
+        module = importlib.import_module(name)
+    except Exception:  # best effort: what does not import here compiles on first import
+        continue
+    if name == "loaderlab":
+        found = pkgutil.walk_packages(module.__path__, "loaderlab.")
+        names += [info.name for info in found if not info.name.endswith("__main__")]
+"""
 
 
-def room_wheelhouse(requirements: Path, dest: Path, platforms: list[str], pythons: list[str]) -> int:
-    """Download the wheels of every platform × Python into ``dest`` (one flat folder), then
-    resolve the requirements for each from ``dest`` alone; print what each laptop installs."""
-    if uv() is None and pip(["install", *QUIET, UV]):  # resolves for another platform than this one
-        print(
-            f"the room's wheelhouse needs uv to resolve for other platforms, and `pip install {UV}` "
-            "failed (above): install it, then run this again"
-        )
-        return 2
-    dest.mkdir(parents=True, exist_ok=True)
-    failed = []
-    with tempfile.TemporaryDirectory() as folder:
-        for platform in platforms:
-            index = torch_index(platform="linux" if platform.startswith("linux") else platform)
-            for python in pythons:
-                print(f"== {platform}, Python {python}", flush=True)
-                pins = Path(folder) / f"{platform}-{python}.txt"
-                if index is not None and not answers(index):  # never the CUDA build of the default index
-                    print(
-                        f"   skipped: torch's CPU build comes from {index}, which did not answer; run this "
-                        "again where it answers (docs/install.md)"
-                    )
-                    failed.append(f"{platform}/{python}")
-                    continue
-                ok, why = compiled(requirements, platform, python, pins, index=index)
-                extra = ["--extra-index-url", index] if index else []
-                if not ok or pip(
-                    [
-                        "download",
-                        *QUIET,
-                        "--no-deps",
-                        "--dest",
-                        str(dest),
-                        *extra,
-                        *target_options(platform, python),
-                        "-r",
-                        str(pins),
-                        "setuptools",
-                    ]
-                ):
-                    print(f"   not complete: {why if not ok else 'pip download failed (above)'}")
-                    failed.append(f"{platform}/{python}")
-    rows = [("platform", "python", "resolves offline", "MiB")]
-    for platform in platforms:
-        for python in pythons:
-            ok, size, why = resolve_offline(requirements, dest, platform, python)
-            rows.append((platform, python, "yes" if ok else f"no: {why}", f"{size / 2**20:,.0f}"))
-            failed += [] if ok else [f"{platform}/{python}"]
-    files = list(dest.glob("*.whl"))
-    print("\n".join(f"{a:<14} {b:<6} {c:<40} {d:>6}" for a, b, c, d in rows))
-    print(
-        f"{dest}: {len(files)} wheels, {sum(f.stat().st_size for f in files) / 2**20:,.0f} MiB in all; "
-        "each student copies it and runs `make lab OFFLINE=1`"
-    )
-    return 1 if failed else 0
-
-
-def resolve_offline(requirements: Path, dest: Path, platform: str, python: str) -> tuple[bool, int, str]:
-    """Resolve the requirements for ``platform``/``python`` from ``dest`` alone (uv, no index:
-    no network); return (resolved, bytes of the wheels that laptop installs, why not)."""
-    from packaging.utils import canonicalize_name
-
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "pins.txt"
-        ok, why = compiled(requirements, platform, python, out, offline_from=dest)
-        if not ok:
-            return False, 0, why
-        pins = dict(line.split("==", 1) for line in out.read_text().splitlines() if "==" in line)
-    pins = {canonicalize_name(k): v.split(";")[0].strip() for k, v in pins.items()}
-    size = sum(f.stat().st_size for f in dest.glob("*.whl") if wheel_fits(f.name, pins, platform, python))
-    return True, size, ""
-
-
-def wheelhouse(
-    requirements: Path, dest: Path, platforms: list[str] | None = None, pythons: list[str] | None = None
-) -> int:
-    """Download every wheel a student needs into ``dest`` (setuptools too: the offline build
-    of the editable package needs it): for this machine, or for ``platforms`` × ``pythons``."""
-    if platforms or pythons:
-        return room_wheelhouse(requirements, dest, platforms or list(PLATFORMS), pythons or list(PYTHONS))
-    dest.mkdir(parents=True, exist_ok=True)
-    links = ["--dest", str(dest), "--find-links", str(dest)]
-    if not torch_first(requirements, torch_index(), links, action="download"):
-        return STOPPED
-    status = pip(["download", *QUIET, *links, "-r", str(requirements), "setuptools"])
-    files = list(dest.glob("*"))
-    size = sum(f.stat().st_size for f in files) / 2**20
-    print(f"{dest}: {len(files)} files, {size:,.0f} MiB; `make lab OFFLINE=1` installs from it")
-    return status
+def warm_bytecode(dev: bool) -> None:
+    """Write the bytecode of what the course imports (``WARM``, with the maintainers' tools:
+    ``WARM_DEV``) by importing it once in this environment's Python. Best effort and silent."""
+    names = [*WARM, *(WARM_DEV if dev else [])]
+    print("+ python -c <import " + ", ".join(names) + ">  (writes their bytecode)", flush=True)
+    subprocess.run([sys.executable, "-c", _WARM_CODE, *names], cwd=ROOT, check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["setup", "wheelhouse"])
+    parser.add_argument("command", choices=["setup"])
     parser.add_argument("--requirements", type=Path, default=ROOT / "requirements.txt")
     parser.add_argument("--dev", action="store_true", help="also install requirements-dev.txt")
     parser.add_argument("--dev-requirements", type=Path, default=DEV_REQUIREMENTS)
     parser.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE)
     parser.add_argument("--offline", action="store_true", help="install from --wheelhouse only")
     parser.add_argument(
-        "--platforms",
-        help="wheelhouse: for these platforms, comma-separated, or 'all' "
-        f"({', '.join(PLATFORMS)}); default: this machine",
-    )
-    parser.add_argument(
-        "--pythons", help=f"wheelhouse: for these Pythons (default with --platforms: {','.join(PYTHONS)})"
-    )
-    parser.add_argument(
         "--dry-run", action="store_true", help="resolve (pip --dry-run) without installing; skips the package"
     )
     args = parser.parse_args(argv)
-    named = [p for p in (args.platforms or "").split(",") if p]
-    platforms = list(PLATFORMS) if args.platforms == "all" else named
-    pythons = [p for p in (args.pythons or "").split(",") if p]
-    wrong = [p for p in platforms if p not in PLATFORMS] + [p for p in pythons if p not in PYTHONS]
-    if wrong:
-        parser.error(
-            f"unknown platform or Python {wrong[0]!r}: platforms {', '.join(PLATFORMS)}; "
-            f"Pythons {', '.join(PYTHONS)}"
-        )
-    if args.command == "wheelhouse":
-        return wheelhouse(args.requirements, args.wheelhouse, platforms, pythons)
     return setup(
         args.requirements,
         args.offline,
