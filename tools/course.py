@@ -201,9 +201,8 @@ TIMING = f"timing and {NOT_RELEASE}"
 RELEASE = "spawn or forkserver or release"
 RECORDED_ON = ("linux", (3, 11))  # where stored notebook outputs are compared (conftest.py)
 # Work units (a test module, a notebook) go out longest first, by their last measured time
-# (conftest.py). Four processes on 2 cores, because kernels start and workers and the doctor's
-# probes sleep: the pass took 305 s with four, 339 s with three (one clone, one after the other),
-# and passed with a fifth program keeping a core busy (slowest notebook 43 s of its 90).
+# (conftest.py); a third process keeps 2 cores busy while kernels start and workers sleep. A
+# fourth did not pay: fresh clones' passes took 348-361 s with four, 322-351 s with three.
 UNITS = ["--dist", "loadscope", "--no-loadscope-reorder"]
 KEEP_BYTECODE = ("PYTHONDONTWRITEBYTECODE",)
 
@@ -224,7 +223,7 @@ def tier(name: str) -> list[tuple[dict[str, str], list[str]]]:
         "test": [
             (
                 {"LOADERLAB_BUDGET_SECONDS": "90"},
-                ["-n", "4", *UNITS, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"],
+                ["-n", "3", *UNITS, "-m", COURSE, "--durations=10", "tests", "notebooks", "solutions"],
             ),
             ({}, [*serial, "-m", TIMING, "--durations=5", "tests"]),
         ],
