@@ -44,7 +44,7 @@ kernel_specs = course.kernel_specs  # registered Jupyter kernels: name -> the ar
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 GiB, MiB = 2**30, 2**20
 MIN_SHM, MIN_RAM_FREE, MIN_CORES = 512 * MiB, 1.5 * GiB, 2
-# free disk: before setup the install needs room for .venv (1.3 GB, 1.45 GB with the dev tools)
+# free disk: before setup the install needs room for .venv (1.1 GB, 1.3 GB with the dev tools)
 # and pip's downloads; after it, room for the notebooks' temporary files
 MIN_DISK_BEFORE, MIN_DISK_AFTER = 3 * GiB, 1 * GiB
 # what the course needs free: the largest peak memory tools/record.py measured for a notebook
