@@ -362,7 +362,7 @@ def test_the_maintainers_install_uses_uv_with_pips_sources_and_pip_if_uv_fails(t
 def test_uv_is_given_the_places_pip_is_configured_to_look(tmp_path):
     listing = "\n".join(
         [
-            "global.extra-index-url='https://mirror.example/simple file:///no/such/folder'",
+            f"global.extra-index-url='https://mirror.example/simple file:///no/such {tmp_path.as_uri()}'",
             f"global.find-links='{tmp_path}'",
             "global.index-url='https://global.example/simple'",
             "install.index-url='https://install.example/simple'",
@@ -383,6 +383,8 @@ def test_uv_is_given_the_places_pip_is_configured_to_look(tmp_path):
         "https://env.example/simple",
         "--extra-index-url",
         "https://mirror.example/simple",
+        "--extra-index-url",
+        tmp_path.as_uri(),
         "--find-links",
         str(tmp_path),
         "--no-index",

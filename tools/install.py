@@ -269,10 +269,11 @@ def pip_configuration(listing: str) -> dict[str, str]:
 
 
 def _exists(place: str) -> bool:
+    """False for a local folder or file:// URL that is not there (url2pathname: C:/ on Windows)."""
     if "://" not in place:
         return Path(place).exists()
     parsed = urllib.parse.urlparse(place)
-    return parsed.scheme != "file" or Path(urllib.parse.unquote(parsed.path)).exists()
+    return parsed.scheme != "file" or Path(urllib.request.url2pathname(parsed.path)).exists()
 
 
 def uv_sources(configuration: dict[str, str]) -> tuple[list[str], dict[str, str]]:
