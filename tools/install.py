@@ -332,7 +332,7 @@ def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, de
     """Install torch, the requirements (and ``dev``'s), the package and the JupyterLab settings.
 
     The maintainers' install (``dev``, online) uses uv: it resolves and installs the course in
-    about 3 s here where pip takes 33 s; torch's build is still chosen by pip (torch_first)."""
+    in 2 s here (from its cache) where pip took 42 s; torch's build is still chosen by pip (torch_first)."""
     with_uv = uv_installer() if dev and not offline and not dry_run else None
     if with_uv is None and not dry_run:
         upgrade_pip(offline, wheelhouse)
@@ -366,7 +366,7 @@ def setup(requirements: Path, offline: bool, wheelhouse: Path, dry_run: bool, de
 
 
 # What the course's kernels, workers and tools import: setup imports it once, which writes the
-# bytecode of those ~1,800 modules (6 s) instead of compiling all ~11,000 files of the
+# bytecode of those ~1,800 modules (6-9 s) instead of compiling all ~11,000 files of the
 # environment (compileall on 2 cores: 25 s). Anything else compiles on first import.
 WARM = [
     "torch",

@@ -2,11 +2,10 @@
 costs, kernel and every worker, subprocess and torchrun rank it starts.
 
 One implementation for the test suite's notebook budgets (conftest.py) and the recorder
-(tools/record.py), and for ``loaderlab.OthersCpu``: ``family_mb`` (memory now),
-``FamilyMonitor`` (peak memory over a run, in a background thread, and the children still alive
-after it), ``FamilyCpu`` (CPU time used since a start, reaped and orphaned descendants included),
-``machine_busy_seconds`` (the whole machine's, to tell our CPU use from the others') and
-``usable_cpus``.
+(tools/record.py), and for ``loaderlab.OthersCpu``: ``FamilyMonitor`` (peak memory over a run,
+in a background thread, and the children still alive after it), ``FamilyCpu`` (CPU time used
+since a start, reaped and orphaned descendants included), ``machine_busy_seconds`` (the whole
+machine's, to tell our CPU use from the others') and ``usable_cpus``.
 """
 
 from __future__ import annotations
@@ -29,14 +28,10 @@ def _family(root: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def family_mb(root: psutil.Process) -> float:
-    """Return the memory of ``root`` and all its descendants now, in MB: their summed PSS on Linux
-    (shared pages split between the processes that share them, so forked workers are not counted
-    twice), their summed RSS elsewhere."""
-    return _pss_mb(_family(root))
-
-
 def _pss_mb(procs: list[psutil.Process]) -> float:
+    """The memory of ``procs`` now, in MB: their summed PSS on Linux (shared pages split between
+    the processes that share them, so forked workers are not counted twice), their summed RSS
+    elsewhere."""
     total = 0.0
     for proc in procs:
         try:
@@ -143,7 +138,7 @@ def machine_busy_seconds(cpus: list[int] | None = None) -> float:
 
 class FamilyMonitor:
     """Reads the memory of process ``pid`` and its descendants every ``interval_s`` in a background
-    thread, from now until ``stop()``; ``peak_mb`` is the highest reading (``family_mb``)."""
+    thread, from now until ``stop()``; ``peak_mb`` is the highest reading (summed PSS, ``_pss_mb``)."""
 
     def __init__(self, pid: int, interval_s: float = 0.2) -> None:
         self.root = psutil.Process(pid)
