@@ -1,7 +1,7 @@
 """Notebook 06's snippet (docs/snippets/packed_rows.py): Captions returns every row exactly (also
 non-ASCII and trailing spaces) from two tensors, through workers, and train()
 freezes the collector before the first epoch, and its two tensors stay shared (measured: each
-worker's USS and PSS) under fork, spawn and forkserver."""
+worker's USS and PSS) under fork (make test), spawn and forkserver (make test-spawn)."""
 
 from __future__ import annotations
 
@@ -86,35 +86,43 @@ def _worker_memory_mb(table, method: str) -> tuple[float, float]:
     return uss, pss
 
 
+# fork in make test; spawn and forkserver start every worker by importing torch anew (~20 s of
+# CPU between them), so they are release checks (make test-spawn), as the markers say.
+METHODS = [
+    "fork",
+    pytest.param("spawn", marks=pytest.mark.spawn),
+    pytest.param("forkserver", marks=pytest.mark.forkserver),
+]
+
+
 @pytest.mark.course
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="USS/PSS need Linux's /proc")
-def test_packed_rows_stay_shared_under_fork_spawn_and_forkserver(monkeypatch, no_leaked_workers):
+@pytest.mark.parametrize("method", METHODS)
+def test_packed_rows_stay_shared_in_workers(method, monkeypatch, no_leaked_workers):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"{method} is not a start method here")
     # The workers import the snippet and this module by name: both directories are on the path
     # that spawn and forkserver hand to every worker.
     monkeypatch.syspath_prepend(str(ROOT / "docs" / "snippets"))
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     packed_rows = importlib.import_module("packed_rows")
     rows = [f"{i:09d} " + "caption " * 14 for i in range(400_000)]  # 122 bytes a row: ~49 MB
-    methods = [m for m in ("fork", "spawn", "forkserver") if m in multiprocessing.get_all_start_methods()]
-    # The baselines first, while the big table does not exist yet (a forked worker inherits it).
-    base = {m: _worker_memory_mb(packed_rows.Captions(rows[:1_000]), m) for m in methods}
+    # The baseline first, while the big table does not exist yet (a forked worker inherits it).
+    base_uss, base_pss = _worker_memory_mb(packed_rows.Captions(rows[:1_000]), method)
     big = packed_rows.Captions(rows)
     table_mb = (big.buffer.nbytes + big.offsets.nbytes) / 2**20
-    report = {}
-    for method in methods:
-        (base_uss, base_pss), (uss, pss) = base[method], _worker_memory_mb(big, method)
-        report[method] = {"uss": uss - base_uss, "pss": pss - base_pss}
-        if method != "fork":  # the same bytes as NumPy arrays: a private copy in each worker
-            report[method]["numpy uss"] = _worker_memory_mb(NumpyCaptions(big), method)[0] - base_uss
+    uss, pss = _worker_memory_mb(big, method)
+    growth = {"uss": uss - base_uss, "pss": pss - base_pss}
+    if method != "fork":  # the same bytes as NumPy arrays: a private copy in each worker
+        growth["numpy uss"] = _worker_memory_mb(NumpyCaptions(big), method)[0] - base_uss
     print(
-        f"table {table_mb:.0f} MB; per-worker growth over a 1,000-row table (MB):",
-        {m: {k: round(v, 1) for k, v in r.items()} for m, r in report.items()},
+        f"{method}: table {table_mb:.0f} MB; per-worker growth over a 1,000-row table (MB):",
+        {k: round(v, 1) for k, v in growth.items()},
     )
-    for method, growth in report.items():
-        # Shared: the worker's private memory (USS) grows by under 20 % of the table (a few MB of
-        # its own pages against ~50 MB; measured 0), and its PSS by under 60 %: the pages are split
-        # between the main process and the 2 workers (about a third each once all three hold them).
-        assert growth["uss"] < 0.20 * table_mb, (method, growth)
-        assert growth["pss"] < 0.60 * table_mb, (method, growth)
-        if "numpy uss" in growth:  # the measure sees a copy when there is one: over 75 % of the table
-            assert growth["numpy uss"] > 0.75 * table_mb, (method, growth)
+    # Shared: the worker's private memory (USS) grows by under 20 % of the table (a few MB of
+    # its own pages against ~50 MB; measured 0), and its PSS by under 60 %: the pages are split
+    # between the main process and the 2 workers (about a third each once all three hold them).
+    assert growth["uss"] < 0.20 * table_mb, growth
+    assert growth["pss"] < 0.60 * table_mb, growth
+    if "numpy uss" in growth:  # the measure sees a copy when there is one: over 75 % of the table
+        assert growth["numpy uss"] > 0.75 * table_mb, growth
